@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Rebuild the Jane Austen corpus shipped in this folder from Debian's r-cran-janeaustenr.
+
+    python data/corpus/build.py           # rebuild the files and SHA256SUMS in place
+    python data/corpus/build.py --check   # rebuild in a temp dir, compare, exit 1 on mismatch
+
+The novels sit in the R package's lazy-load database (data/Rdata.rdx + .rdb), one
+character vector per novel, one element per line of the Project Gutenberg text.
+They are decoded with rserialize.py (pure Python, no R needed).  See README.md.
+"""
+import argparse
+import hashlib
+import io
+import itertools
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from rserialize import read_lazyload
+
+HERE = Path(__file__).resolve().parent
+DOWNLOADS = HERE / "_downloads"  # git-ignored
+
+PACKAGE = "r-cran-janeaustenr"
+VERSION = "1.0.0-1"  # Debian 12 (bookworm)
+DEB = f"{PACKAGE}_{VERSION}_all.deb"
+DEB_SHA256 = "df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95"
+DATABASE = "./usr/lib/R/site-library/janeaustenr/data/Rdata"  # .rdx and .rdb inside the .deb
+
+# janeaustenr's own order (austen_books()): by publication.
+NOVELS = ["sensesensibility", "prideprejudice", "mansfieldpark",
+          "emma", "northangerabbey", "persuasion"]
+HELDOUT_PERCENT = 5  # the last 5% of each novel's paragraphs
+
+# "CHAPTER 1", "Chapter 1", "CHAPTER XIV", and Emma's "VOLUME II".
+HEADING = re.compile(r"(CHAPTER|Chapter|VOLUME) [0-9IVXLC]+\.?")
+# Lines after which a novel's text is over.  "A NOTE ON THE TEXT" opens a modern
+# editor's note at the end of Northanger Abbey, which is not Austen's.
+END_MARKERS = {"THE END", "FINIS", "Finis", "A NOTE ON THE TEXT"}
+
+OUTPUTS = ["austen_train.txt", "austen_heldout.txt"]
+CHECKSUMS = "SHA256SUMS"
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def fetch_deb() -> bytes:
+    """Return the .deb's bytes, downloading it with apt-get unless already cached."""
+    path = DOWNLOADS / DEB
+    if not path.exists():
+        DOWNLOADS.mkdir(exist_ok=True)
+        # apt-get download saves into the working directory.
+        result = subprocess.run(["apt-get", "download", f"{PACKAGE}={VERSION}"], cwd=DOWNLOADS)
+        if result.returncode != 0 or not path.exists():
+            sys.exit(f"apt-get download {PACKAGE}={VERSION} failed; try `apt-get update` first, "
+                     f"or place {DEB} (from any Debian mirror) in {DOWNLOADS}.")
+    data = path.read_bytes()
+    if sha256(data) != DEB_SHA256:
+        sys.exit(f"{path}: sha256 is {sha256(data)}, expected {DEB_SHA256}.\n"
+                 "The upstream file changed or the download is corrupt; delete it and retry.")
+    return data
+
+
+def deb_data_tar(deb: bytes) -> tarfile.TarFile:
+    """Open the data.tar.* member of a .deb (an ar archive) without dpkg-deb.
+
+    ar format: an 8-byte magic, then per member a 60-byte header (name in bytes
+    0-16, decimal size in bytes 48-58) and the body, padded to an even length.
+    """
+    if deb[:8] != b"!<arch>\n":
+        raise ValueError("not a .deb (ar) archive")
+    pos = 8
+    while pos < len(deb):
+        header = deb[pos:pos + 60]
+        name = header[:16].decode().strip().rstrip("/")
+        size = int(header[48:58])
+        if name.startswith("data.tar"):
+            return tarfile.open(fileobj=io.BytesIO(deb[pos + 60:pos + 60 + size]))
+        pos += 60 + size + size % 2
+    raise ValueError("no data.tar member in the .deb")
+
+
+def load_novels(deb: bytes) -> dict:
+    with deb_data_tar(deb) as tar:
+        rdx = tar.extractfile(DATABASE + ".rdx").read()
+        rdb = tar.extractfile(DATABASE + ".rdb").read()
+    return read_lazyload(rdx, rdb)
+
+
+def paragraphs(lines):
+    """Turn a novel's lines into cleaned paragraphs.
+
+    Front matter (title, author, date and, in Northanger Abbey, a short
+    "Advertisement") ends at the first chapter heading; the text ends at an end
+    marker.  Blank lines separate paragraphs; headings are dropped.
+    """
+    start = next(i for i, line in enumerate(lines) if HEADING.fullmatch(line.strip()))
+    body = itertools.takewhile(lambda line: line.strip() not in END_MARKERS, lines[start:])
+    paras, current = [], []
+    for line in itertools.chain(body, [""]):  # the blank sentinel flushes the last paragraph
+        line = line.strip()
+        if line and not HEADING.fullmatch(line):
+            current.append(line)
+        elif current:
+            paras.append(clean(" ".join(current)))
+            current = []
+    return [p for p in paras if keep(p)]
+
+
+def clean(paragraph: str) -> str:
+    # Underscores mark italics in the Gutenberg text (_you_); they are not Austen's.
+    return " ".join(paragraph.replace("_", "").split())
+
+
+def keep(paragraph: str) -> bool:
+    if not any(c.isalpha() for c in paragraph):
+        return False  # scene breaks such as "* * * * *"
+    # Transcriber's notes, e.g. "[At this point in the first and second editions, ...]".
+    return not (paragraph.startswith("[") and paragraph.endswith("]") and "edition" in paragraph)
+
+
+def build(out_dir: Path) -> None:
+    novels = load_novels(fetch_deb())
+    train, heldout = [], []
+    for name in NOVELS:
+        paras = paragraphs(list(novels[name]))
+        n_heldout = len(paras) * HELDOUT_PERCENT // 100
+        train += paras[:-n_heldout]
+        heldout += paras[-n_heldout:]
+        print(f"{name}: {len(paras)} paragraphs, last {n_heldout} held out")
+
+    # A few short paragraphs recur verbatim (e.g. '"What do you mean?"').  Drop
+    # train copies of held-out paragraphs, so the held-out text stays contiguous
+    # and the two files share no paragraph.
+    heldout_set = set(heldout)
+    n_before = len(train)
+    train = [p for p in train if p not in heldout_set]
+    print(f"dropped {n_before - len(train)} train paragraphs that also occur in held-out")
+
+    sums = []
+    for name, paras in zip(OUTPUTS, (train, heldout), strict=True):
+        text = "".join(p + "\n" for p in paras)
+        data = text.encode("utf-8")
+        (out_dir / name).write_bytes(data)
+        sums.append(f"{sha256(data)}  {name}\n")
+        words = sum(len(p.split()) for p in paras)
+        print(f"{name}: {len(paras)} paragraphs, {words} words, {len(text)} characters, "
+              f"{len(data)} bytes")
+    (out_dir / CHECKSUMS).write_bytes("".join(sums).encode())
+
+
+def check() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        build(Path(tmp))
+        bad = [name for name in OUTPUTS + [CHECKSUMS]
+               if not (HERE / name).exists()
+               or (HERE / name).read_bytes() != (Path(tmp) / name).read_bytes()]
+    if bad:
+        print(f"MISMATCH in {HERE}: {', '.join(bad)} do(es) not match a fresh rebuild.\n"
+              "Run build.py without --check to regenerate, then review the diff.",
+              file=sys.stderr)
+        return 1
+    print(f"OK: the shipped files in {HERE} match a fresh rebuild.")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="rebuild in a temporary directory and compare with the shipped files")
+    if parser.parse_args().check:
+        return check()
+    build(HERE)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
