@@ -1,0 +1,1 @@
+"""Sandboxed execution of student code, out of the student's kernel."""
