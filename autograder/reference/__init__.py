@@ -1,0 +1,15 @@
+"""Reference implementations for the Week 6 auto-grader (pre-trained language models).
+
+One small module per topic; each function's docstring is the contract that the
+students' notebook stubs repeat and that the hidden tests check:
+
+- ``attention``        softmax, causal masks, scaled dot-product attention
+- ``masking``          BERT's masked-language-model corruption (80/10/10)
+- ``losses``           causal (next-token) and masked language-model losses
+- ``decoding``         temperature / top-k / top-p sampling, greedy and beam search
+- ``span_corruption``  T5's random span noise and sentinel targets
+- ``finetuning``       learning-rate schedule, layer freezing, train / evaluate loops
+- ``lora``             low-rank adaptation (LoRA) of linear layers
+- ``scoring``          a causal LM's sequence log-probability and top next tokens
+- ``arithmetic``       the handout's pen-and-paper exercises
+"""
