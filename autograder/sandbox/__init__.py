@@ -1,1 +1,43 @@
-"""Sandboxed execution of student code, out of the student's kernel."""
+"""Run student code in a separate, sandboxed process; exchange only plain data with it.
+
+Stock nbgrader runs the tests inside the student's kernel, where student code can
+rewrite them. Here the grader keeps the tests and sends requests to a *worker*
+process that holds the student's namespace:
+
+* ``launcher``: ``Worker``, the grader's handle (timeouts, kill, restart);
+* ``worker``: the entry point inside the sandbox (limits, standard streams);
+* ``session``: the student namespace and the request loop;
+* ``protocol``: frames, ``torch.save``/``weights_only`` payloads, the vocabulary;
+* ``channel``: the grader's deadline-aware pipe I/O;
+* ``isolation``: the bubblewrap command line and the scrubbed environment;
+* ``limits``: the rlimits the worker puts on itself;
+* ``process_tree``: killing a worker and everything it started;
+* ``fixtures``, ``probes``: trusted builders and drivers that run in the worker.
+
+The names below are loaded on first use, not at import: the worker imports this
+package before it has applied its resource limits, and must not pull in torch
+until it has.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Worker": "launcher", "CellResult": "launcher",
+    "ResourceLimits": "limits",
+    "fixture": "fixtures", "build_fixture": "fixtures", "register_fixture": "fixtures",
+    "register_probe": "probes",
+    "expect_tensor": "protocol", "expect_type": "protocol", "UnexpectedValue": "protocol",
+    "bwrap_works": "isolation",
+    "SandboxError": "errors", "WorkerTimeout": "errors", "WorkerCrashed": "errors",
+    "ProtocolError": "errors", "RequestError": "errors", "VocabularyError": "errors",
+    "StudentError": "errors", "ValueRejected": "errors",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

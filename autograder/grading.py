@@ -1,0 +1,320 @@
+"""Grade one submitted notebook: sandboxed worker + hidden suite in this process.
+
+The flow for one notebook:
+
+1. ``plan_grading`` matches the submission with the instructor notebook: setup
+   cells from the instructor copy, solution cells from the student.
+2. A :class:`GradingSession` starts a sandboxed worker and executes those cells
+   in it. A cell that raises or hangs is remembered; the others still run.
+3. The notebook's hidden suite (``autograder/hidden/test_<stem>.py``) runs here
+   under pytest. Every test reaches the student only through
+   ``autograder.suite.Student``, which goes through this session.
+4. A pytest plugin turns each test's outcome into a status, points and a
+   message, never showing hidden-test code.
+
+``python -m autograder.grading NOTEBOOK --out FILE.json`` grades one notebook in
+its own process: the CLI runs one such process per submission so that a
+submission that breaks the grader process itself costs only that submission.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import forbidden
+from .notebook import REPO, GradingPlan, UnreadableNotebook, plan_grading, read_notebook, test_cell_points
+from .suite import CellFailed, Forbidden, GradingFailure, Missing, active_session
+
+HIDDEN_DIR = Path(__file__).resolve().parent / "hidden"
+log = logging.getLogger("autograder")
+
+STATUSES = ("passed", "failed", "error", "timeout", "forbidden", "missing")
+# Seconds of wall clock for executing one solution cell and for one call.
+CELL_TIMEOUT = 60.0
+CALL_TIMEOUT = 60.0
+MAX_RESTARTS = 6
+# Trusted code the worker imports before any student cell: the item probes and
+# fixtures of the hidden suites, and the forbidden-shortcut tripwires.
+PROBE_MODULES = ["autograder.sandbox.item_probes", "autograder.sandbox.tripwires"]
+
+
+@dataclass
+class TestResult:
+    grade_id: str
+    test: str
+    status: str
+    points: float
+    max_points: float
+    message: str
+
+
+# --------------------------------------------------------------------------- session
+class GradingSession:
+    """The sandboxed worker of one submission, and what went wrong in it."""
+
+    def __init__(self, plan: GradingPlan | None, *, device: str = "cpu", fatal: str | None = None,
+                 hidden_paths: list[str] | None = None):
+        self.plan = plan
+        self.device = device
+        self.fatal = fatal  # set when the notebook cannot be graded at all
+        self.hidden_paths = hidden_paths or []
+        self.cell_errors: dict[str, str] = {}
+        self.worker = None
+        self.sandbox = "none"
+        self.restarts = 0
+
+    # -- lifetime
+    def start(self) -> None:
+        if self.fatal or self.plan is None:
+            return
+        from week6_helpers.assets import cache_dir
+
+        from .sandbox.launcher import Worker
+
+        self.worker = Worker(
+            hidden_paths=self.hidden_paths,
+            # The student helpers sit inside solutions/, which is hidden as a whole.
+            exposed_paths=[str(REPO / "solutions" / "week6" / "week6_helpers")],
+            env={"WEEK6_CACHE": str(cache_dir()), "WEEK6_DATA": str(REPO / "data")},
+            preload=PROBE_MODULES,
+            threads=1,
+        )
+        self.sandbox = self.worker.sandbox
+        for cell in self.plan.cells:
+            self._exec(cell)
+
+    def _exec(self, cell) -> None:
+        from .sandbox.errors import SandboxError
+
+        try:
+            result = self.worker.exec_cell(cell.source, cell_id=cell.grade_id, timeout=CELL_TIMEOUT)
+            if not result.ok:
+                self.cell_errors[cell.grade_id] = f"{result.error.type_name}: {result.error.message}"
+        except SandboxError as err:
+            self.cell_errors[cell.grade_id] = (
+                f"running the cell did not finish ({type(err).__name__}: {err}); "
+                "solution cells must only define functions, not run experiments"
+            )
+            self._restart()
+
+    def _restart(self) -> None:
+        self.restarts += 1
+        if self.restarts > MAX_RESTARTS:
+            self.fatal = "grading stopped: the submission crashed or hung the sandbox too many times"
+            return
+        self.worker.restart()
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+    # -- what tests call (through autograder.suite.Student)
+    def _check(self, solution: str) -> None:
+        if self.fatal:
+            raise Missing(self.fatal)
+        if solution in self.plan.missing:
+            raise Missing(self.plan.missing[solution])
+        if solution in self.cell_errors:
+            raise CellFailed(f"the cell '{solution}' failed when it was run: {self.cell_errors[solution]}")
+        used = forbidden.static_violations(solution, self.plan.solution_source(solution) or "")
+        if used:
+            raise Forbidden(forbidden.message(solution, used))
+
+    def _guarded(self, solution: str, action):
+        from .sandbox.errors import ProtocolError, WorkerCrashed, WorkerTimeout
+
+        self._check(solution)
+        try:
+            return action()
+        except (WorkerTimeout, WorkerCrashed, ProtocolError):
+            self._restart()
+            raise
+
+    def call(self, solution: str, name: str, args, kwargs, *, timeout: float | None) -> Any:
+        rule = forbidden.RULES.get(solution)
+        if rule and rule.tripwires:
+            result = self.probe(solution, "guarded_call",
+                                {"name": name, "args": list(args), "kwargs": dict(kwargs),
+                                 "tripwires": list(rule.tripwires)}, timeout=timeout)
+            if result["tripped"]:
+                raise Forbidden(forbidden.message(solution, sorted(result["tripped"])))
+            return result["value"]
+        return self._guarded(
+            solution, lambda: self.worker.call(name, *args, timeout=timeout or CALL_TIMEOUT, **kwargs)
+        )
+
+    def probe(self, solution: str, probe: str, params: dict, *, timeout: float | None) -> Any:
+        return self._guarded(
+            solution, lambda: self.worker.probe(probe, params, timeout=timeout or CALL_TIMEOUT)
+        )
+
+
+# --------------------------------------------------------------------------- pytest plugin
+def classify(excinfo) -> tuple[str, str]:
+    """(status, message) for a test that raised; messages never quote test code."""
+    from .sandbox.errors import StudentError, ValueRejected, WorkerCrashed, WorkerTimeout
+
+    err = excinfo.value
+    if isinstance(err, Forbidden):
+        return "forbidden", str(err)
+    if isinstance(err, Missing):
+        return "missing", str(err)
+    if isinstance(err, CellFailed):
+        return "error", str(err)
+    if isinstance(err, WorkerTimeout):
+        return "timeout", "your code did not finish within the time limit (an infinite loop?)"
+    if isinstance(err, WorkerCrashed):
+        return "error", f"your code ended the sandboxed process ({err})"
+    if isinstance(err, ValueRejected):
+        return "failed", f"the returned value cannot be graded: {err.message}"
+    if isinstance(err, StudentError):
+        if err.type_name == "NotImplementedError":
+            return "error", "not implemented: the function still raises NotImplementedError"
+        detail = f"{err.type_name}: {err.message}"[:400]
+        tail = "\n".join(err.traceback.strip().splitlines()[-4:]) if err.traceback else ""
+        return "error", f"your code raised {detail}" + (f"\n{tail}" if tail else "")
+    if isinstance(err, (GradingFailure, AssertionError)):
+        return "failed", str(err) or "the result is not what the reference computes"
+    log.error("grader error in a hidden test: %r", err)
+    return "error", f"the grader could not run this test ({type(err).__name__}); please tell the course staff"
+
+
+class ResultCollector:
+    """Collects one :class:`TestResult` per hidden test (and device variant)."""
+
+    def __init__(self, cell_points: dict[str, float]):
+        self.cell_points = cell_points
+        self.rows: list[dict] = []
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        marker = item.get_closest_marker("graded")
+        if marker is None:
+            return
+        function = item.originalname if hasattr(item, "originalname") else item.name
+        if report.when == "setup" and report.skipped:
+            self.rows.append(dict(cell=marker.kwargs["cell"], function=function, test=item.name,
+                                  points=float(marker.kwargs["points"]), status="skipped", message=""))
+            return
+        if report.when != "call" and not report.failed:
+            return
+        if report.when == "call" and report.passed:
+            status, message = "passed", ""
+        elif call.excinfo is not None:
+            status, message = classify(call.excinfo)
+        else:
+            return
+        self.rows.append(dict(cell=marker.kwargs["cell"], function=function, test=item.name,
+                              points=float(marker.kwargs["points"]), status=status, message=message))
+
+    def results(self) -> list[TestResult]:
+        """Share each test's points among its variants that ran (CPU, CUDA)."""
+        ran = [row for row in self.rows if row["status"] != "skipped"]
+        variants: dict[tuple[str, str], int] = {}
+        for row in ran:
+            key = (row["cell"], row["function"])
+            variants[key] = variants.get(key, 0) + 1
+        results = []
+        for row in ran:
+            share = row["points"] / variants[(row["cell"], row["function"])]
+            earned = share if row["status"] == "passed" else 0.0
+            results.append(TestResult(row["cell"], row["test"], row["status"], round(earned, 4),
+                                      round(share, 4), row["message"]))
+        return results
+
+
+def run_hidden_suite(stem: str, session: GradingSession, *, device: str) -> list[TestResult]:
+    suite = HIDDEN_DIR / f"test_{stem}.py"
+    if not suite.is_file():
+        return []
+    collector = ResultCollector(test_cell_points(stem))
+    args = [
+        str(suite), "-q", "-p", "no:cacheprovider", "--assert=plain", "--no-header",
+        "-c", str(HIDDEN_DIR / "pytest.ini"), "--rootdir", str(HIDDEN_DIR), "-o", "console_output_style=classic",
+    ]
+    if device == "cpu":
+        args += ["-m", "not cuda"]
+    with active_session(session):
+        pytest.main(args, plugins=[collector])
+    return collector.results()
+
+
+# --------------------------------------------------------------------------- one notebook
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda was requested, but torch sees no CUDA GPU on this machine")
+    return device
+
+
+def grade_notebook(path: Path, *, student: str, device: str = "auto",
+                   hidden_paths: list[str] | None = None) -> dict:
+    """Grade one notebook and return its report (see README for the schema)."""
+    started = time.perf_counter()
+    device = resolve_device(device)
+    stem = Path(path).stem
+    warnings: list[str] = []
+    plan, fatal = None, None
+    try:
+        plan = plan_grading(read_notebook(path), stem)
+        warnings = plan.warnings
+    except UnreadableNotebook as err:
+        fatal = str(err)
+
+    session = GradingSession(plan, device=device, fatal=fatal, hidden_paths=hidden_paths)
+    try:
+        try:
+            session.start()
+        except Exception as err:  # the sandbox itself failed: report, do not crash the class
+            session.fatal = f"the sandbox could not start: {err}"
+        known = (REPO / "solutions" / "week6" / f"{stem}.ipynb").is_file()
+        results = run_hidden_suite(stem, session, device=device) if known else []
+    finally:
+        session.close()
+
+    max_score = sum(test_cell_points(stem).values()) if known else 0.0
+    score = round(sum(r.points for r in results), 4)
+    return {
+        "student": student,
+        "assignment": "week6",
+        "notebook": Path(path).name,
+        "score": score,
+        "max_score": max_score,
+        "sandbox": session.sandbox,
+        "device": device,
+        "duration_s": round(time.perf_counter() - started, 2),
+        "tests": [asdict(r) for r in results],
+        "warnings": warnings + ([fatal] if fatal else []),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.grading")
+    parser.add_argument("notebook", type=Path)
+    parser.add_argument("--student", required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--hide", action="append", default=[], help="path hidden from the sandbox")
+    args = parser.parse_args(argv)
+    report = grade_notebook(args.notebook, student=args.student, device=args.device, hidden_paths=args.hide)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""nbgrader integration: ``nbgrader autograde`` grades in the sandbox, not in the kernel.
+
+``nbgrader_config.py`` puts :class:`SandboxedGrading` where nbgrader's
+``Execute`` preprocessor would be. The student's notebook is therefore never run
+in a Jupyter kernel during autograding. Instead the whole notebook goes to the
+repository's grader (sandboxed worker + hidden suites), and each visible-test cell
+receives two outputs that nbgrader's own machinery understands:
+
+* an ``execute_result`` holding the points earned: nbgrader's partial credit,
+  which ``SaveAutoGrades`` writes into ``gradebook.db``;
+* a ``stdout`` stream listing each hidden test's name, status and message, which
+  ``generate_feedback`` shows to the student (never the hidden test code).
+
+Written answers are left alone for the formgrader.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_output
+from traitlets import Float, Unicode
+
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from .notebook import is_test_cell
+from .runner import DEFAULT_HIDDEN, JOB_TIMEOUT, grade_in_subprocess
+
+
+def feedback_lines(tests: list[dict]) -> list[str]:
+    lines = []
+    for test in tests:
+        line = f"{test['status'].upper():9} {test['points']:g}/{test['max_points']:g}  {test['test']}"
+        if test["message"]:
+            line += "\n          " + test["message"].replace("\n", "\n          ")
+        lines.append(line)
+    return lines
+
+
+class SandboxedGrading(NbGraderPreprocessor):
+    """Grade the notebook with the sandboxed autograder and record per-cell scores."""
+
+    device = Unicode("auto", help="'auto', 'cpu' or 'cuda'").tag(config=True)
+    timeout = Float(JOB_TIMEOUT, help="seconds allowed for one notebook").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        stem = resources.get("unique_key") or resources["metadata"]["name"]
+        student = resources.get("nbgrader", {}).get("student", "unknown")
+        course_root = resources.get("nbgrader", {}).get("course_root") or str(Path.cwd())
+        with tempfile.TemporaryDirectory(prefix="autograde-") as scratch:
+            path = Path(scratch) / f"{stem}.ipynb"
+            nbformat.write(nb, path)
+            report = grade_in_subprocess(path, student=student, device=self.device,
+                                         hidden=DEFAULT_HIDDEN + [course_root, scratch], timeout=self.timeout)
+        for warning in report.get("warnings", []):
+            self.log.warning("%s/%s: %s", student, stem, warning)
+        by_cell: dict[str, list[dict]] = {}
+        for test in report["tests"]:
+            by_cell.setdefault(test["grade_id"], []).append(test)
+
+        for cell in nb.cells:
+            if not is_test_cell(cell):
+                continue
+            grade_id = cell.metadata["nbgrader"]["grade_id"]
+            max_points = float(cell.metadata["nbgrader"].get("points", 0))
+            tests = by_cell.get(grade_id, [])
+            earned = min(max_points, round(sum(t["points"] for t in tests), 4))
+            if not tests:
+                earned = 0.0
+                note = report.get("warnings") or ["this cell was not graded"]
+                lines = ["NOT GRADED  " + "; ".join(note)]
+            else:
+                lines = feedback_lines(tests)
+            cell.outputs = [
+                new_output("execute_result", data={"text/plain": f"{earned:g}"}, execution_count=None),
+                new_output("stream", name="stdout", text="\n".join(lines) + "\n"),
+            ]
+        resources.setdefault("week6", {})[stem] = report
+        return nb, resources

@@ -1,0 +1,158 @@
+"""Reading a submitted notebook and deciding what the grader will run.
+
+The grader never trusts a submission's structure. It reads the instructor's
+source notebook (``solutions/week6/<stem>.ipynb``) as the plan, then looks up
+each of its cells in the submission by ``grade_id``:
+
+* setup cells (locked imports and constants) always come from the instructor
+  copy, so edits to them change nothing;
+* solution code cells come from the submission; a deleted, renamed or
+  type-changed cell is reported as *missing* for the items that need it;
+* everything else in the submission (experiments, extra cells) is ignored.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE_DIR = REPO / "solutions"
+ASSIGNMENT = "week6"
+
+
+class UnreadableNotebook(Exception):
+    """The submission is not a notebook we can read; it scores zero, others go on."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    grade_id: str
+    source: str
+    kind: str  # "setup" | "solution"
+
+
+@dataclass
+class GradingPlan:
+    """What to execute for one submission, and what was wrong with it."""
+
+    stem: str
+    cells: list[Cell]  # in instructor order: setup cells and student solution cells
+    missing: dict[str, str] = field(default_factory=dict)  # solution grade_id -> why
+    warnings: list[str] = field(default_factory=list)
+
+    def solution_source(self, grade_id: str) -> str | None:
+        for cell in self.cells:
+            if cell.kind == "solution" and cell.grade_id == grade_id:
+                return cell.source
+        return None
+
+
+def _nbgrader(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def is_setup(cell) -> bool:
+    meta = _nbgrader(cell)
+    return (
+        cell.get("cell_type") == "code"
+        and meta.get("locked", False)
+        and not meta.get("solution", False)
+        and not meta.get("grade", False)
+        and str(meta.get("grade_id", "")).startswith("setup")
+    )
+
+
+def is_solution_code(cell) -> bool:
+    meta = _nbgrader(cell)
+    return cell.get("cell_type") == "code" and meta.get("solution", False) and not meta.get("grade", False)
+
+
+def is_test_cell(cell) -> bool:
+    meta = _nbgrader(cell)
+    return cell.get("cell_type") == "code" and meta.get("grade", False) and not meta.get("solution", False)
+
+
+def read_notebook(path: Path):
+    """Parse a notebook file or raise :class:`UnreadableNotebook` with the fix."""
+    try:
+        raw = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UnreadableNotebook(f"cannot read {Path(path).name}: {err}") from err
+    try:
+        notebook = nbformat.reads(raw, as_version=4)
+    except (json.JSONDecodeError, nbformat.reader.NotJSONError) as err:
+        raise UnreadableNotebook(
+            f"{Path(path).name} is not valid notebook JSON ({err}). "
+            "Download the notebook again from JupyterLab (File > Save and Export Notebook As > Notebook)."
+        ) from err
+    except Exception as err:  # nbformat raises several unrelated types for bad files
+        raise UnreadableNotebook(f"{Path(path).name} is not a Jupyter notebook: {err}") from err
+    if not isinstance(notebook.get("cells"), list):
+        raise UnreadableNotebook(f"{Path(path).name} has no list of cells")
+    return notebook
+
+
+def source_notebook_path(stem: str, source_dir: Path = SOURCE_DIR) -> Path:
+    return source_dir / ASSIGNMENT / f"{stem}.ipynb"
+
+
+def instructor_notebook(stem: str, source_dir: Path = SOURCE_DIR):
+    path = source_notebook_path(stem, source_dir)
+    if not path.is_file():
+        known = sorted(p.stem for p in (source_dir / ASSIGNMENT).glob("*.ipynb"))
+        raise UnreadableNotebook(
+            f"no assignment notebook is called '{stem}.ipynb' (known: {', '.join(known)}). "
+            "Submit the notebook under its original file name."
+        )
+    return nbformat.read(path, as_version=4)
+
+
+def _source(cell) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def plan_grading(submission, stem: str, source_dir: Path = SOURCE_DIR) -> GradingPlan:
+    """Match a parsed submission against the instructor notebook ``stem``."""
+    instructor = instructor_notebook(stem, source_dir)
+    by_id: dict[str, list] = {}
+    for cell in submission.cells:
+        grade_id = _nbgrader(cell).get("grade_id")
+        if grade_id:
+            by_id.setdefault(str(grade_id), []).append(cell)
+
+    plan = GradingPlan(stem=stem, cells=[])
+    for cell in instructor.cells:
+        grade_id = _nbgrader(cell).get("grade_id")
+        if is_setup(cell):
+            plan.cells.append(Cell(grade_id, _source(cell), "setup"))
+        elif is_solution_code(cell):
+            candidates = [c for c in by_id.get(grade_id, []) if c.get("cell_type") == "code"]
+            if not candidates:
+                other = by_id.get(grade_id)
+                why = (
+                    f"the solution cell '{grade_id}' is not a code cell any more"
+                    if other
+                    else f"the solution cell '{grade_id}' is missing (deleted, or its grade_id was changed)"
+                )
+                plan.missing[grade_id] = why + "; copy the cell back from the released notebook."
+                continue
+            if len(candidates) > 1:
+                plan.warnings.append(
+                    f"{len(candidates)} cells share the grade_id '{grade_id}'; the first one was graded."
+                )
+            plan.cells.append(Cell(grade_id, _source(candidates[0]), "solution"))
+    return plan
+
+
+def test_cell_points(stem: str, source_dir: Path = SOURCE_DIR) -> dict[str, float]:
+    """Points of every auto-graded test cell of the instructor notebook."""
+    instructor = instructor_notebook(stem, source_dir)
+    return {
+        _nbgrader(cell)["grade_id"]: float(_nbgrader(cell).get("points", 0))
+        for cell in instructor.cells
+        if is_test_cell(cell)
+    }

@@ -1,0 +1,179 @@
+"""What a hidden test needs, and nothing more.
+
+Hidden tests live in ``autograder/hidden/`` and run in the trusted grader process.
+They reach the student's code only through :class:`Student` (the one seam between
+student code and tests), build their inputs with seeded generators, compute the
+expected answer with ``autograder.reference``, and compare with the checks below,
+each with an explicit tolerance. A failed check raises :class:`GradingFailure`,
+whose message is all the student sees: never the test's code.
+
+Each test is marked with the grade cell it scores and its points::
+
+    @graded("test_softmax", points=1)
+    def test_rows_sum_to_one(student, device): ...
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+
+DEVICES = ("cpu", "cuda")
+
+
+class GradingFailure(AssertionError):
+    """A check failed; the message is shown to the student as is."""
+
+
+class Forbidden(Exception):
+    """The item used a shortcut that does the work for the student."""
+
+
+class Missing(Exception):
+    """The item's solution cell is not in the submission, or did not define the name."""
+
+
+class CellFailed(Exception):
+    """The item's solution cell raised when it was executed."""
+
+
+def graded(cell: str, points: float):
+    """Mark a test as scoring ``points`` of the visible-test cell ``cell``."""
+    return pytest.mark.graded(cell=cell, points=points)
+
+
+def on_devices(test):
+    """Run a test on the CPU and, where a GPU is visible, on CUDA as well.
+
+    The test's points are shared by the variants that run, so a machine without
+    a GPU grades the CPU variant for all of them.
+    """
+    params = [
+        pytest.param("cpu", id="cpu"),
+        pytest.param("cuda", id="cuda", marks=pytest.mark.cuda),
+    ]
+    return pytest.mark.parametrize("device", params)(test)
+
+
+# ----------------------------------------------------------------- the seam
+# The grading session of the suite that is running. It lives here, not in
+# autograder.grading, because that module also runs as ``__main__`` and would
+# then exist twice.
+_ACTIVE = None
+
+
+@contextlib.contextmanager
+def active_session(session) -> Iterator[None]:
+    global _ACTIVE
+    previous, _ACTIVE = _ACTIVE, session
+    try:
+        yield
+    finally:
+        _ACTIVE = previous
+
+
+def current_session():
+    if _ACTIVE is None:
+        raise RuntimeError("hidden tests run only inside the grader (python -m autograder grade)")
+    return _ACTIVE
+
+
+class Student:
+    """Calls into the student's sandboxed code on behalf of one graded item.
+
+    ``solution`` is the grade_id of the solution cell (the function's name); the
+    session knows whether that cell is present, whether it ran, and whether it
+    uses a forbidden shortcut, and raises :class:`Missing`, :class:`CellFailed`
+    or :class:`Forbidden` before anything is called.
+    """
+
+    def __init__(self, session, solution: str):
+        self._session = session
+        self.solution = solution
+
+    def call(self, *args: Any, name: str | None = None, timeout: float | None = None, **kwargs: Any) -> Any:
+        """Call the student's ``name`` (default: the item's function) with plain data."""
+        return self._session.call(self.solution, name or self.solution, args, kwargs, timeout=timeout)
+
+    def probe(self, probe: str, timeout: float | None = None, **params: Any) -> Any:
+        """Run a trusted probe (``autograder.sandbox.probes``) next to the student's code."""
+        return self._session.probe(self.solution, probe, params, timeout=timeout)
+
+    def value(self, name: str | None = None) -> Any:
+        """A top-level constant of the student's (e.g. an answer dict)."""
+        return self._session.probe(self.solution, "constant", {"name": name or self.solution}, timeout=None)
+
+
+# ----------------------------------------------------------------- checks
+def expect_tensor(actual: Any, *, dtype=None, shape=None, device=None, what: str = "the result") -> torch.Tensor:
+    """``actual`` is exactly a ``torch.Tensor`` with the given dtype, shape, device."""
+    if type(actual) is not torch.Tensor:
+        raise GradingFailure(f"{what} must be a torch.Tensor, got {type(actual).__name__}")
+    if shape is not None and tuple(actual.shape) != tuple(shape):
+        raise GradingFailure(f"{what} has shape {tuple(actual.shape)}, expected {tuple(shape)}")
+    if dtype is not None and actual.dtype != dtype:
+        raise GradingFailure(f"{what} has dtype {actual.dtype}, expected {dtype}")
+    if device is not None and actual.device.type != torch.device(device).type:
+        raise GradingFailure(f"{what} is on {actual.device}, expected {torch.device(device).type}")
+    return actual
+
+
+def expect_close(actual: Any, expected: torch.Tensor, *, atol: float, rtol: float = 0.0,
+                 what: str = "the result", check_dtype: bool = True) -> None:
+    """Same type, shape, device (and dtype) as ``expected``, values within tolerance."""
+    expect_tensor(actual, shape=expected.shape, device=expected.device,
+                  dtype=expected.dtype if check_dtype else None, what=what)
+    a, e = actual.double(), expected.double()
+    if not torch.equal(torch.isnan(a), torch.isnan(e)):
+        raise GradingFailure(f"{what} has NaN where the expected values have none (or the reverse)")
+    finite = ~torch.isnan(e)
+    diff = (a[finite] - e[finite]).abs()
+    allowed = atol + rtol * e[finite].abs()
+    if diff.numel() and bool((diff > allowed).any()):
+        raise GradingFailure(
+            f"{what} differs from the expected values by up to {float(diff.max()):.3g} "
+            f"(tolerance: atol={atol:g}, rtol={rtol:g})"
+        )
+
+
+def expect_equal(actual: Any, expected: Any, *, what: str = "the result") -> None:
+    """Exact equality; tensors must match in type, dtype, shape, device and values."""
+    if type(expected) is torch.Tensor:
+        expect_tensor(actual, dtype=expected.dtype, shape=expected.shape, device=expected.device, what=what)
+        if not torch.equal(actual, expected):
+            wrong = int((actual != expected).sum())
+            raise GradingFailure(f"{what} differs from the expected tensor in {wrong} of {expected.numel()} entries")
+        return
+    if type(actual) is not type(expected) and not (
+        isinstance(expected, (int, float)) and type(actual) in (int, float) and type(actual) is not bool
+    ):
+        raise GradingFailure(f"{what} must be a {type(expected).__name__}, got {type(actual).__name__}")
+    if actual != expected:
+        raise GradingFailure(f"{what} is {actual!r}, expected {expected!r}")
+
+
+def expect_number(actual: Any, expected: float, *, rel: float = 1e-6, abs_tol: float = 0.0,
+                  what: str = "the result") -> None:
+    """A Python int/float (or 0-dim tensor) close to ``expected``."""
+    if type(actual) is torch.Tensor and actual.dim() == 0:
+        actual = actual.item()
+    if type(actual) not in (int, float):
+        raise GradingFailure(f"{what} must be a number, got {type(actual).__name__}")
+    if not math.isclose(actual, expected, rel_tol=rel, abs_tol=abs_tol):
+        raise GradingFailure(f"{what} is {actual!r}, expected {expected!r} (rel {rel:g}, abs {abs_tol:g})")
+
+
+def expect(condition: bool, message: str) -> None:
+    """A property check with the message a student needs to find the bug."""
+    if not condition:
+        raise GradingFailure(message)
+
+
+def within_sigma(count: int, trials: int, p: float, *, sigmas: float = 5.0) -> bool:
+    """Is ``count`` successes in ``trials`` consistent with rate ``p`` (normal approx.)?"""
+    sd = math.sqrt(trials * p * (1 - p))
+    return abs(count - trials * p) <= sigmas * sd + 1e-9

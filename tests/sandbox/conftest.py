@@ -1,0 +1,37 @@
+"""Shared fixtures of the sandbox tests.
+
+Starting a worker costs about 1.5 s (``import torch``), so modules share one worker
+per sandbox kind where the tests allow it. Tests that need bubblewrap are skipped,
+with the reason, where it is not installed or cannot create namespaces.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:  # --import-mode=importlib does not add it
+    sys.path.insert(0, str(REPO_ROOT))
+
+from autograder.sandbox.isolation import bwrap_support  # noqa: E402
+from autograder.sandbox.launcher import Worker  # noqa: E402
+
+BWRAP = bwrap_support()
+needs_bwrap = pytest.mark.skipif(not BWRAP.usable, reason=f"bubblewrap sandbox unavailable: {BWRAP.reason}")
+SANDBOXES = [pytest.param("bwrap", marks=needs_bwrap), pytest.param("degraded")]
+
+
+@pytest.fixture(scope="module", params=SANDBOXES)
+def sandbox(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def worker(sandbox):
+    """One worker per module and sandbox kind; tests must not depend on each other's cells.
+
+    It preloads ``sample_probes`` (a probe module of the tests) to exercise ``preload``."""
+    with Worker(isolation=sandbox, timeout=30, preload=["tests.sandbox.sample_probes"]) as shared:
+        yield shared

@@ -1,0 +1,200 @@
+"""What the student can and cannot reach.
+
+Namespace properties (hidden paths, read-only files, network, uid, pid namespace)
+need bubblewrap; killing detached processes is tested in both sandbox kinds.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import socket
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from autograder.sandbox.errors import WorkerCrashed
+from autograder.sandbox.isolation import REPO_ROOT, bwrap_support
+from autograder.sandbox.launcher import Worker
+
+SUPPORT = bwrap_support()
+needs_bwrap = pytest.mark.skipif(not SUPPORT.usable, reason=f"bubblewrap sandbox unavailable: {SUPPORT.reason}")
+
+PROBING = """
+import ctypes, os, socket
+
+def listing(path):
+    return sorted(os.listdir(path)) if os.path.isdir(path) else None
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+def try_write(path):
+    try:
+        with open(path, "w") as f:
+            f.write("student was here")
+        return 0
+    except OSError as e:
+        return e.errno
+
+def connect(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(2)
+    try:
+        s.connect(("127.0.0.1", port))
+        return "connected"
+    except OSError as e:
+        return type(e).__name__
+    finally:
+        s.close()
+
+def identity():
+    status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+    return {"ids": [os.getuid(), os.geteuid(), os.getgid()], "CapEff": status["CapEff"].strip()}
+
+def visible_pids():
+    return sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+
+def new_user_namespace():
+    return ctypes.CDLL(None, use_errno=True).unshare(0x10000000)  # CLONE_NEWUSER
+"""
+
+
+def _scratch_outside_tmp() -> Path:
+    # The sandbox's /tmp is private anyway, so files hidden there would prove nothing.
+    for parent in ("/var/tmp", str(Path.home())):
+        if os.access(parent, os.W_OK) and not parent.startswith("/tmp"):
+            return Path(tempfile.mkdtemp(prefix="sandbox-test-", dir=parent))
+    pytest.skip("no writable directory outside /tmp for instructor files")
+
+
+@pytest.fixture(scope="module")
+def instructor_files():
+    root = _scratch_outside_tmp()
+    (root / "hidden").mkdir()
+    (root / "hidden" / "solution.py").write_text("ANSWER = 42\n")
+    (root / "hidden" / "helpers").mkdir()
+    (root / "hidden" / "helpers" / "util.py").write_text("HELP = 1\n")
+    (root / "gradebook.db").write_text("grades of everyone")
+    (root / "visible").mkdir()
+    (root / "visible" / "data.txt").write_text("public data")
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def jailed(instructor_files):
+    if not SUPPORT.usable:
+        pytest.skip(f"bubblewrap sandbox unavailable: {SUPPORT.reason}")
+    hidden = [instructor_files / "hidden", instructor_files / "gradebook.db"]
+    exposed = [instructor_files / "hidden" / "helpers"]  # student helpers inside a hidden tree
+    with Worker(isolation="bwrap", hidden_paths=hidden, exposed_paths=exposed, timeout=20) as worker:
+        worker.exec_cell(PROBING).raise_for_error()
+        yield worker
+
+
+@needs_bwrap
+def test_hidden_paths_are_empty_inside_and_the_rest_is_visible(jailed, instructor_files):
+    assert jailed.call("listing", str(instructor_files / "hidden")) == ["helpers"]
+    assert jailed.call("read", str(instructor_files / "hidden" / "helpers" / "util.py")) == "HELP = 1\n"
+    assert jailed.call("read", str(instructor_files / "gradebook.db")) == ""
+    assert jailed.call("read", str(instructor_files / "visible" / "data.txt")) == "public data"
+    assert (instructor_files / "hidden" / "solution.py").exists()  # untouched outside
+
+
+@needs_bwrap
+def test_files_outside_tmp_are_read_only(jailed, instructor_files):
+    assert jailed.call("try_write", str(instructor_files / "visible" / "data.txt")) == errno.EROFS
+    assert jailed.call("try_write", str(instructor_files / "hidden" / "planted.py")) == errno.EROFS
+    assert jailed.call("try_write", str(instructor_files / "hidden" / "helpers" / "util.py")) == errno.EROFS
+    assert jailed.call("try_write", str(REPO_ROOT / "planted.py")) == errno.EROFS
+    assert jailed.call("try_write", "/tmp/scratch.txt") == 0
+    assert (instructor_files / "visible" / "data.txt").read_text() == "public data"
+
+
+@needs_bwrap
+def test_there_is_no_network(jailed):
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass  # the grader itself can connect: the port is really open
+        assert jailed.call("connect", port) in ("ConnectionRefusedError", "OSError", "TimeoutError")
+
+
+@needs_bwrap
+def test_the_student_is_nobody_without_capabilities(jailed):
+    info = jailed.call("identity")
+    assert info["ids"] == [65534, 65534, 65534]
+    assert int(info["CapEff"], 16) == 0
+
+
+@needs_bwrap
+def test_the_student_sees_only_its_own_processes(jailed):
+    pids = jailed.call("visible_pids")
+    assert max(pids) < 100 and len(pids) <= 5  # bwrap's init, the worker, maybe a helper
+
+
+@needs_bwrap
+@pytest.mark.skipif(not SUPPORT.disable_userns, reason="bwrap --disable-userns unsupported on this kernel")
+def test_nested_user_namespaces_are_refused(jailed):
+    assert jailed.call("new_user_namespace") == -1
+
+
+DETACH = """
+import os, sys
+
+def spawn_detached(marker):
+    child = os.fork()
+    if child == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", marker])
+        os._exit(0)
+    os.waitpid(child, 0)
+    return marker
+"""
+
+
+def _running_with(marker: str) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        if process.info["status"] != psutil.STATUS_ZOMBIE and marker in (process.info["cmdline"] or ()):
+            found.append(process)
+    return found
+
+
+def _eventually(condition, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return condition()
+
+
+def test_a_detached_grandchild_is_gone_after_close(sandbox):
+    marker = f"sandbox-test-{uuid.uuid4().hex}"
+    with Worker(isolation=sandbox, timeout=20) as worker:
+        worker.exec_cell(DETACH).raise_for_error()
+        assert worker.call("spawn_detached", marker) == marker
+        assert _eventually(lambda: len(_running_with(marker)) == 1), "the grandchild never started"
+        escaped = _running_with(marker)[0]
+        assert os.getsid(escaped.pid) != os.getsid(worker.pid)  # out of reach of a group kill
+    assert _eventually(lambda: not _running_with(marker)), "the detached grandchild survived close()"
+
+
+def test_a_detached_grandchild_is_gone_when_the_worker_dies_first(sandbox):
+    # A worker killed outright re-parents its adopted orphans to the host's init before
+    # the grader notices. In degraded mode only the tag in their environment finds
+    # them then; under bubblewrap the pid namespace ends with the worker.
+    marker = f"sandbox-test-{uuid.uuid4().hex}"
+    with Worker(isolation=sandbox, timeout=20) as worker:
+        worker.exec_cell(DETACH + "\ndef die():\n    os.kill(os.getpid(), 9)\n").raise_for_error()
+        worker.call("spawn_detached", marker)
+        assert _eventually(lambda: len(_running_with(marker)) == 1), "the grandchild never started"
+        with pytest.raises(WorkerCrashed):
+            worker.call("die")
+        assert _eventually(lambda: not _running_with(marker)), "the grandchild outlived the crash"
