@@ -72,7 +72,7 @@ RULES: dict[str, Rule] = {
     ),
     "train_epoch": _rule(("Trainer", "TrainingArguments"), ("transformers.Trainer.train",),
                          "write the loop: forward, backward, clip, step"),
-    "LoRALinear": _rule(("peft", "LoraConfig", "get_peft_model", "LoraModel"), (),
+    "lora_linear": _rule(("peft", "LoraConfig", "get_peft_model", "LoraModel"), (),
                         "build lora_A and lora_B as nn.Parameter yourself"),
     "apply_lora": _rule(("peft", "LoraConfig", "get_peft_model", "LoraModel"), (),
                         "replace the nn.Linear modules with your LoRALinear"),

@@ -47,7 +47,10 @@ class SandboxedGrading(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         stem = resources.get("unique_key") or resources["metadata"]["name"]
         student = resources.get("nbgrader", {}).get("student", "unknown")
-        course_root = resources.get("nbgrader", {}).get("course_root") or str(Path.cwd())
+        # nbgrader converts autograded/<student>/<assignment>/<nb>.ipynb: three levels
+        # up is the course root (gradebook, submissions), which the sandbox hides.
+        folder = Path(resources.get("metadata", {}).get("path") or Path.cwd()).resolve()
+        course_root = str(folder.parents[2]) if len(folder.parents) > 2 else str(folder)
         with tempfile.TemporaryDirectory(prefix="autograde-") as scratch:
             path = Path(scratch) / f"{stem}.ipynb"
             nbformat.write(nb, path)

@@ -98,3 +98,10 @@ def lora_linear(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, 
         "trainable": int(sum(p.numel() for p in named.values() if p.requires_grad)),
     }
 
+
+
+@register_probe("constant")
+def constant(namespace: dict[str, Any], params: dict[str, Any]) -> Any:
+    """The student's top-level ``params["name"]`` (an answer constant), as is; the
+    worker refuses it if it is not plain data."""
+    return student_definition(namespace, params["name"])

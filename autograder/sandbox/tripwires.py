@@ -14,12 +14,14 @@ name built at run time (``getattr(torch, "soft" + "max")``).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
-from .probes import register_probe, student_definition
+from .probes import get_probe, register_probe, student_definition
 
 
 def _resolve(dotted: str):
@@ -47,16 +49,12 @@ def _resolve(dotted: str):
     return None
 
 
-@register_probe("guarded_call")
-def guarded_call(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """Call ``params["name"](*args, **kwargs)`` with ``params["tripwires"]`` wired.
-
-    Returns ``{"value": <the function's return value>, "tripped": [dotted names hit]}``.
-    """
-    function = student_definition(namespace, params["name"])
+@contextlib.contextmanager
+def wired(tripwires: list[str]) -> Iterator[list[str]]:
+    """Wire ``tripwires`` for the duration of the block; yields the list of hits."""
     tripped: list[str] = []
     installed = []
-    for dotted in params.get("tripwires", []):
+    for dotted in tripwires:
         found = _resolve(dotted)
         if found is None:
             continue
@@ -79,11 +77,34 @@ def guarded_call(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str,
             continue  # a C type that refuses new attributes: the static check still applies
         installed.append((owner, attribute, raw))
     try:
-        value = function(*params.get("args", []), **params.get("kwargs", {}))
+        yield tripped
     finally:
         for owner, attribute, raw in reversed(installed):
             if raw is None:
                 delattr(owner, attribute)
             else:
                 setattr(owner, attribute, raw)
+
+
+@register_probe("guarded_call")
+def guarded_call(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """Call ``params["name"](*args, **kwargs)`` with ``params["tripwires"]`` wired.
+
+    Returns ``{"value": <the function's return value>, "tripped": [dotted names hit]}``.
+    """
+    function = student_definition(namespace, params["name"])
+    with wired(params.get("tripwires", [])) as tripped:
+        value = function(*params.get("args", []), **params.get("kwargs", {}))
+    return {"value": value, "tripped": tripped}
+
+
+@register_probe("guarded_probe")
+def guarded_probe(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """Run the probe ``params["probe"]`` with ``params["params"]``, tripwires wired.
+
+    Returns ``{"value": <the probe's result>, "tripped": [dotted names hit]}``.
+    """
+    probe = get_probe(params["probe"])
+    with wired(params.get("tripwires", [])) as tripped:
+        value = probe(namespace, params.get("params", {}))
     return {"value": value, "tripped": tripped}

@@ -1,0 +1,780 @@
+"""Hidden tests of part_b_bert_gpt.ipynb: MLM corruption, attention, the two
+pre-training losses, and decoding.
+
+Every test builds its inputs from fixed seeds, calls the student's code through
+``student`` (the sandbox), computes the expected answer with
+``autograder.reference`` in this process, and compares with the tolerance written
+next to the comparison. Random functions get a ``torch.Generator`` built in the
+sandbox by the ``seeded_call`` probe and are judged by frequencies, with bounds of
+5 standard deviations: a correct solution fails one of these checks with a
+probability far below one in a million.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from autograder.reference import arithmetic, attention, decoding, losses, masking
+from autograder.sandbox import item_probes  # noqa: F401  (registers the fixtures and probes used below)
+from autograder.sandbox.fixtures import build_fixture, fixture
+from autograder.suite import (
+    expect,
+    expect_close,
+    expect_equal,
+    expect_number,
+    expect_tensor,
+    graded,
+    on_devices,
+    within_sigma,
+)
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _randn(*shape: int, seed: int, scale: float = 1.0, device: str = "cpu",
+           dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return (torch.randn(*shape, generator=_gen(seed)) * scale).to(device=device, dtype=dtype)
+
+
+def _pair(value, what: str):
+    expect(type(value) in (tuple, list) and len(value) == 2,
+           f"{what} must return a pair (a tuple of two tensors), got {type(value).__name__}"
+           + (f" of length {len(value)}" if type(value) in (tuple, list) else ""))
+    return value
+
+
+def _expect_dict_close(actual, expected: dict, *, rel: float, abs_tol: float = 0.0, what: str) -> None:
+    expect(type(actual) is dict, f"{what} must return a dict, got {type(actual).__name__}")
+    expect(set(actual) == set(expected),
+           f"{what} must have exactly the keys {sorted(expected)}, got {sorted(actual)}")
+    for key, value in expected.items():
+        expect_number(actual[key], value, rel=rel, abs_tol=abs_tol, what=f"{what}[{key!r}]")
+
+
+# =============================================================== mask_tokens (6)
+MASK_ID, VOCAB = 4, 1000
+PAD, CLS, SEP, UNK = 0, 1, 2, 3
+SPECIALS = [PAD, CLS, SEP, UNK]
+
+
+def _mlm_batch(batch: int, length: int, seed: int) -> torch.Tensor:
+    """Rows "[CLS] w ... w [SEP] [PAD] ...": words in [5, VOCAB), random real
+    lengths >= 2, the first row without padding."""
+    g = _gen(seed)
+    ids = torch.randint(5, VOCAB, (batch, length), generator=g)
+    real = torch.randint(2, length + 1, (batch,), generator=g)
+    real[0] = length
+    ids[:, 0] = CLS
+    ids[torch.arange(batch), real - 1] = SEP
+    ids[torch.arange(length)[None, :] >= real[:, None]] = PAD
+    return ids
+
+
+def _mask_tokens(student, ids: torch.Tensor, device: str, *, seed: int, repeat: int = 1, **kwargs):
+    """The student's (masked_ids, labels) for each of ``repeat`` calls, and the input after them."""
+    kwargs = {"mask_token_id": MASK_ID, "vocab_size": VOCAB, "special_token_ids": SPECIALS, **kwargs}
+    reply = student.probe("seeded_call", name="mask_tokens", args=[ids.to(device)], kwargs=kwargs,
+                          seed=seed, device=device, repeat=repeat)
+    pairs = []
+    for value in reply["values"]:
+        masked, labels = _pair(value, "mask_tokens")
+        masked = expect_tensor(masked, dtype=ids.dtype, shape=ids.shape, device=device, what="masked_ids")
+        labels = expect_tensor(labels, dtype=ids.dtype, shape=ids.shape, device=device, what="labels")
+        pairs.append((masked.cpu(), labels.cpu()))
+    return pairs, reply["args_after"][0]
+
+
+@graded("test_mask_tokens", points=1)
+@on_devices
+def test_mask_tokens_shape_dtype_device(student, device):
+    for seed, (batch, length) in enumerate([(3, 7), (2, 33), (1, 12)]):
+        _mask_tokens(student, _mlm_batch(batch, length, seed), device, seed=seed)
+    # a single token that is not special, selected for sure with probability 1
+    [(masked, labels)], _ = _mask_tokens(student, torch.tensor([[9]]), device, seed=0, mlm_probability=1.0)
+    expect(labels.tolist() == [[9]],
+           f"with mlm_probability=1.0 the single token 9 must be selected (labels [[9]]), got labels {labels.tolist()}")
+
+
+@graded("test_mask_tokens", points=1)
+@on_devices
+def test_mask_tokens_never_selects_special_tokens(student, device):
+    ids = _mlm_batch(32, 64, seed=1)
+    special = torch.isin(ids, torch.tensor(SPECIALS))
+    [(masked, labels)], _ = _mask_tokens(student, ids, device, seed=2, mlm_probability=0.9)
+    selected_special = int((labels[special] != masking.IGNORE_INDEX).sum())
+    expect(selected_special == 0,
+           f"{selected_special} special tokens ([CLS], [SEP], [PAD], ...) were selected (label != -100); "
+           "positions holding an id of special_token_ids must never be selected")
+    changed_special = int((masked[special] != ids[special]).sum())
+    expect(changed_special == 0,
+           f"{changed_special} special tokens were replaced in masked_ids; they must stay as they are")
+
+
+@graded("test_mask_tokens", points=1)
+@on_devices
+def test_mask_tokens_labels_and_untouched_positions(student, device):
+    ids = _mlm_batch(16, 40, seed=3)
+    special = torch.isin(ids, torch.tensor(SPECIALS))
+    [(masked, labels)], after = _mask_tokens(student, ids, device, seed=4, mlm_probability=0.3)
+    expect(torch.equal(after.cpu(), ids), "mask_tokens modified input_ids in place; work on a copy (clone())")
+    selected = labels != masking.IGNORE_INDEX
+    expect(torch.equal(labels[selected], ids[selected]),
+           "labels must hold the original token id at every selected position (and -100 elsewhere)")
+    expect(torch.equal(masked[~selected], ids[~selected]),
+           "masked_ids differs from input_ids at positions that were not selected (label -100); "
+           "only selected positions may change")
+    # probability 1 selects exactly the non-special tokens, probability 0 none
+    [(masked, labels)], _ = _mask_tokens(student, ids, device, seed=5, mlm_probability=1.0)
+    expected = ids.masked_fill(special, masking.IGNORE_INDEX)
+    expect(torch.equal(labels, expected),
+           "with mlm_probability=1.0 every non-special token must be selected: labels must equal input_ids "
+           "with -100 at the special tokens")
+    [(masked, labels)], _ = _mask_tokens(student, ids, device, seed=6, mlm_probability=0.0)
+    expect(bool((labels == masking.IGNORE_INDEX).all()) and torch.equal(masked, ids),
+           "with mlm_probability=0.0 nothing may be selected: all labels -100 and masked_ids equal to input_ids")
+
+
+@graded("test_mask_tokens", points=1)
+@on_devices
+def test_mask_tokens_selection_rate(student, device):
+    ids = _mlm_batch(64, 256, seed=7)
+    eligible = ~torch.isin(ids, torch.tensor(SPECIALS))
+    trials = int(eligible.sum())
+    for seed, p in [(8, 0.15), (9, 0.4)]:
+        [(_, labels)], _ = _mask_tokens(student, ids, device, seed=seed, mlm_probability=p)
+        count = int((labels[eligible] != masking.IGNORE_INDEX).sum())
+        # each non-special position is selected independently with probability p: 5-sigma band
+        expect(within_sigma(count, trials, p),
+               f"with mlm_probability={p}, {count} of {trials} non-special positions were selected "
+               f"({count / trials:.3f}); expected about {p} (5-sigma band: "
+               f"{p * trials - 5 * math.sqrt(trials * p * (1 - p)):.0f}..{p * trials + 5 * math.sqrt(trials * p * (1 - p)):.0f})")
+
+
+@graded("test_mask_tokens", points=1)
+@on_devices
+def test_mask_tokens_80_10_10_replacement(student, device):
+    ids = _mlm_batch(96, 512, seed=10)
+    [(masked, labels)], _ = _mask_tokens(student, ids, device, seed=11)  # default mlm_probability 0.15
+    selected = labels != masking.IGNORE_INDEX
+    n = int(selected.sum())
+    expect(n > 0, "no position was selected with the default mlm_probability (0.15)")
+    original, replaced = ids[selected], masked[selected]
+    is_mask = replaced == MASK_ID
+    kept = (replaced == original) & ~is_mask
+    random = ~is_mask & ~kept
+    # A random id is uniform over the vocabulary, so it can land on [MASK] or on the original
+    # token itself (the words are never MASK_ID): exact rates given a selected position.
+    rates = {"[MASK]": (is_mask, 0.8 + 0.1 / VOCAB), "unchanged": (kept, 0.1 + 0.1 / VOCAB),
+             "a random other id": (random, 0.1 * (VOCAB - 2) / VOCAB)}
+    for name, (hits, p) in rates.items():
+        count = int(hits.sum())
+        expect(within_sigma(count, n, p),
+               f"{count} of {n} selected positions ({count / n:.3f}) became {name}; expected a rate of about "
+               f"{p:.3f} (BERT's 80 % [MASK] / 10 % random / 10 % unchanged; 5-sigma band)")
+    draws = replaced[random]
+    expect(bool(((draws >= 0) & (draws < VOCAB)).all()),
+           f"random replacement ids must lie in [0, vocab_size={VOCAB}), got values from {int(draws.min())} "
+           f"to {int(draws.max())}")
+    # uniform over the ids other than [MASK] and the original: chance of the lower half
+    low = VOCAB // 2
+    p_low = float(((low - (MASK_ID < low) - (original[random] < low).double()) / (VOCAB - 2)).mean())
+    count = int((draws < low).sum())
+    expect(within_sigma(count, len(draws), p_low),
+           f"{count} of {len(draws)} random replacements are below {low}; a uniform draw over the "
+           f"vocabulary gives about {p_low:.3f} of them (5-sigma band): draw with torch.randint(vocab_size, ...)")
+
+
+@graded("test_mask_tokens", points=1)
+@on_devices
+def test_mask_tokens_randomness_comes_from_generator(student, device):
+    ids = _mlm_batch(8, 64, seed=12)
+    first, _ = _mask_tokens(student, ids, device, seed=13, repeat=2)
+    again, _ = _mask_tokens(student, ids, device, seed=13)
+    other, _ = _mask_tokens(student, ids, device, seed=14)
+    expect(torch.equal(first[0][0], again[0][0]) and torch.equal(first[0][1], again[0][1]),
+           "two calls with generators seeded alike gave different results: draw every random number "
+           "with generator=generator (torch.bernoulli(..., generator=generator), torch.randint(..., generator=generator))")
+    expect(not torch.equal(first[0][1], other[0][1]),
+           "generators with different seeds gave the same selection: the randomness must come from the generator")
+    expect(not torch.equal(first[0][1], first[1][1]),
+           "two consecutive calls with the same generator gave the same selection: do not re-seed, draw from "
+           "the generator you are given")
+
+
+# =============================================================== mlm_signal (2)
+@graded("test_mlm_signal", points=1)
+def test_mlm_signal_default_rate(student):
+    for n_tokens in (1_000, 3_300_000_000, 7):
+        _expect_dict_close(student.call(n_tokens), arithmetic.mlm_signal(n_tokens), rel=1e-9,
+                           what=f"mlm_signal({n_tokens})")
+
+
+@graded("test_mlm_signal", points=1)
+def test_mlm_signal_other_mask_rates(student):
+    for n_tokens, rate in [(1_000, 0.4), (512, 0.05), (10_000, 1.0)]:
+        _expect_dict_close(student.call(n_tokens, mask_rate=rate), arithmetic.mlm_signal(n_tokens, rate),
+                           rel=1e-9, what=f"mlm_signal({n_tokens}, mask_rate={rate})")
+
+
+# =============================================================== softmax (3)
+SOFTMAX_CASES = [((7,), -1), ((3, 5), 0), ((2, 3, 4), 1), ((4, 1), -1), ((2, 1, 9), -1), ((3, 6), -2)]
+
+
+@graded("test_softmax", points=1)
+@on_devices
+def test_softmax_matches_reference(student, device):
+    for seed, (shape, dim) in enumerate(SOFTMAX_CASES):
+        x = _randn(*shape, seed=seed, scale=3.0, device=device)
+        # tolerance: float32 rounding of exp and of the sum
+        expect_close(student.call(x, dim=dim), attention.softmax(x, dim=dim), atol=1e-6, rtol=1e-5,
+                     what=f"softmax of a {list(shape)} tensor along dim={dim}")
+    x = _randn(5, 8, seed=10, scale=3.0, device=device, dtype=torch.float64)
+    # a float64 input must come back as float64; float32-level accuracy is accepted
+    expect_close(student.call(x), attention.softmax(x), atol=1e-6, rtol=1e-5, what="softmax of a float64 tensor")
+
+
+@graded("test_softmax", points=1)
+@on_devices
+def test_softmax_is_stable_for_large_inputs(student, device):
+    x = _randn(4, 9, seed=20, scale=3.0, device=device)
+    partly_masked = x.clone()
+    partly_masked[:, ::3] = float("-inf")  # every row keeps finite entries
+    for name, z in [("x + 100", x + 100), ("x + 1000", x + 1000), ("1000 * x", 1000 * x),
+                    ("x - 1000", x - 1000), ("x with some -inf entries", partly_masked)]:
+        result = student.call(z)
+        expect_tensor(result, dtype=z.dtype, shape=z.shape, device=device, what=f"softmax({name})")
+        expect(bool(torch.isfinite(result).all()),
+               f"softmax({name}) contains NaN or inf: subtract the maximum of each slice before exp, "
+               "so that exp never overflows")
+        # tolerance: float32 rounding; inputs near 1000 are themselves only known to 6e-5 (one ulp),
+        # which a log-sum-exp formulation turns into a relative error of that size
+        expect_close(result, attention.softmax(z), atol=1e-6, rtol=2e-4, what=f"softmax({name})")
+
+
+@graded("test_softmax", points=1)
+@on_devices
+def test_softmax_half_precision(student, device):
+    # tolerance: about 4 units in the last place of the probabilities (measured error of an
+    # all-float16 computation: 4.9e-4; all-bfloat16: 3.9e-3)
+    for dtype, atol in [(torch.float16, 2e-3), (torch.bfloat16, 1.6e-2)]:
+        for seed, offset in [(21, 0.0), (22, 1000.0)]:
+            x = _randn(6, 37, seed=seed, scale=3.0, device=device) + offset
+            x = x.to(dtype)
+            expect_close(student.call(x), attention.softmax(x), atol=atol,
+                         what=f"softmax of a {dtype} tensor (+{offset:g})")
+
+
+# =============================================================== causal_mask (2)
+@graded("test_causal_mask", points=1)
+def test_causal_mask_values(student):
+    for n in (1, 2, 5, 16):
+        expect_equal(student.call(n), attention.causal_mask(n),
+                     what=f"causal_mask({n}) (True where query i may attend to key j, i.e. j <= i)")
+
+
+@graded("test_causal_mask", points=1)
+@on_devices
+def test_causal_mask_device(student, device):
+    expect_equal(student.call(6, device=device), attention.causal_mask(6, device=device),
+                 what=f"causal_mask(6, device={device!r})")
+
+
+# =============================================================== scaled_dot_product_attention (5)
+def _qkv(batch_dims: tuple[int, ...], t_q: int, t_k: int, d: int, dv: int, *, seed: int, device: str,
+         dtype: torch.dtype = torch.float32):
+    q = _randn(*batch_dims, t_q, d, seed=seed, scale=1.5, device=device, dtype=dtype)
+    k = _randn(*batch_dims, t_k, d, seed=seed + 1000, scale=1.5, device=device, dtype=dtype)
+    v = _randn(*batch_dims, t_k, dv, seed=seed + 2000, device=device, dtype=dtype)
+    return q, k, v
+
+
+def _attention(student, q, k, v, **kwargs):
+    output, weights = _pair(student.call(q, k, v, **kwargs), "scaled_dot_product_attention")
+    return output, weights
+
+
+def _expect_attention(student, q, k, v, *, what: str, atol: float = 1e-5, rtol: float = 1e-5,
+                      weights_atol: float | None = None, **kwargs):
+    output, weights = _attention(student, q, k, v, **kwargs)
+    expected_output, expected_weights = attention.scaled_dot_product_attention(q, k, v, **kwargs)
+    expect_close(weights, expected_weights, atol=weights_atol or atol, rtol=rtol, what=f"the weights of {what}")
+    expect_close(output, expected_output, atol=atol, rtol=rtol, what=f"the output of {what}")
+    return output, weights
+
+
+@graded("test_scaled_dot_product_attention", points=1)
+@on_devices
+def test_attention_matches_reference_without_masks(student, device):
+    cases = [((2, 3), 5, 5, 8, 8), ((1, 1), 1, 1, 4, 4), ((3,), 4, 7, 6, 5), ((2, 2), 3, 6, 16, 7)]
+    for seed, (batch_dims, t_q, t_k, d, dv) in enumerate(cases):
+        q, k, v = _qkv(batch_dims, t_q, t_k, d, dv, seed=seed, device=device)
+        # tolerance: float32 rounding of two matrix products and a softmax
+        _expect_attention(student, q, k, v,
+                          what=f"attention with q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} "
+                               "(scores are q k^T / sqrt(d))")
+
+
+@graded("test_scaled_dot_product_attention", points=1)
+@on_devices
+def test_attention_causal(student, device):
+    for seed, (batch_dims, t, d, dv) in enumerate([((2, 3), 6, 8, 8), ((1, 1), 1, 4, 4), ((1, 4), 9, 5, 3)]):
+        q, k, v = _qkv(batch_dims, t, t, d, dv, seed=10 + seed, device=device)
+        _, weights = _attention(student, q, k, v, causal=True)
+        expect_tensor(weights, shape=(*batch_dims, t, t), device=device, what="the causal weights")
+        above = weights.detach().triu(1)
+        expect(bool((above == 0).all()),
+               "with causal=True the weights above the diagonal must be exactly 0 "
+               "(query i may only attend to keys j <= i)")
+        # tolerance: float32 rounding
+        _expect_attention(student, q, k, v, causal=True, what=f"causal attention with T={t}")
+
+
+@graded("test_scaled_dot_product_attention", points=1)
+@on_devices
+def test_attention_padding_mask(student, device):
+    real = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0], [0, 0, 1, 1, 1, 1]], dtype=torch.bool)
+    q, k, v = _qkv((3, 2), 6, 6, 8, 5, seed=30, device=device)
+    padding_mask = real.to(device)
+    _, weights = _attention(student, q, k, v, padding_mask=padding_mask)
+    expect_tensor(weights, shape=(3, 2, 6, 6), device=device, what="the weights")
+    on_padding = weights.detach().cpu().masked_select(~real[:, None, None, :].expand(3, 2, 6, 6))
+    expect(bool((on_padding == 0).all()),
+           "keys whose padding_mask entry is False must get exactly 0 weight from every query (and every head)")
+    # tolerance: float32 rounding
+    _expect_attention(student, q, k, v, padding_mask=padding_mask, what="attention with a padding mask [B, Tk]")
+    _expect_attention(student, q, k, v, padding_mask=padding_mask, causal=True,
+                      what="attention with both a causal and a padding mask (a key must pass both)")
+    q3, k3, v3 = _qkv((3,), 4, 6, 8, 8, seed=31, device=device)
+    _expect_attention(student, q3, k3, v3, padding_mask=padding_mask,
+                      what="attention on [B, T, d] inputs (no head dimension) with a padding mask")
+
+
+@graded("test_scaled_dot_product_attention", points=1)
+@on_devices
+def test_attention_query_that_sees_nothing_gets_zeros(student, device):
+    q, k, v = _qkv((3, 2), 5, 5, 8, 4, seed=40, device=device)
+    everything = slice(None)
+    cases = {  # name: (keyword arguments, index of the blind queries in the [B, H, Tq, Tk] weights)
+        "a batch row whose keys are all padding": (
+            dict(padding_mask=torch.tensor([[1, 1, 1, 1, 1], [0, 0, 0, 0, 0], [1, 1, 1, 0, 0]], dtype=torch.bool)),
+            (1,),
+        ),
+        "causal attention whose first key is padding (query 0 sees no key)": (
+            dict(causal=True, padding_mask=torch.tensor([[0, 1, 1, 1, 1]] * 3, dtype=torch.bool)),
+            (everything, everything, 0),
+        ),
+    }
+    for name, (kwargs, blind) in cases.items():
+        kwargs["padding_mask"] = kwargs["padding_mask"].to(device)
+        output, weights = _attention(student, q, k, v, **kwargs)
+        for tensor, part, shape in ((weights, "weights", (3, 2, 5, 5)), (output, "output", (3, 2, 5, 4))):
+            expect_tensor(tensor, shape=shape, device=device, what=f"the {part}")
+            expect(not bool(torch.isnan(tensor).any()),
+                   f"{name}: the {part} contain NaN; a query that can see no key must get all-zero weights "
+                   "and an all-zero output (softmax over only -inf is 0/0)")
+        expect(bool((weights[blind] == 0).all()) and bool((output[blind] == 0).all()),
+               f"{name}: a query that sees no key must get all-zero weights and an all-zero output")
+        # tolerance: float32 rounding
+        _expect_attention(student, q, k, v, what=name, **kwargs)
+
+
+@graded("test_scaled_dot_product_attention", points=1)
+@on_devices
+def test_attention_half_precision(student, device):
+    padding_mask = torch.tensor([[1] * 9, [1] * 5 + [0] * 4], dtype=torch.bool, device=device)
+    # tolerance: about 4 units in the last place of outputs of size ~3 (measured error of an
+    # all-float16 computation: 2e-3 on outputs, 4.9e-4 on weights; all-bfloat16: 1.6e-2, 3.9e-3)
+    for dtype, atol, weights_atol in [(torch.float16, 1e-2, 2e-3), (torch.bfloat16, 6e-2, 1.6e-2)]:
+        q, k, v = _qkv((2, 3), 9, 9, 16, 8, seed=50, device=device, dtype=dtype)
+        _expect_attention(student, q, k, v, causal=True, padding_mask=padding_mask, atol=atol, rtol=0.0,
+                          weights_atol=weights_atol, what=f"{dtype} attention (the result keeps the dtype of q)")
+
+
+# =============================================================== attention_connections (2)
+@graded("test_attention_connections", points=1)
+def test_attention_connections_bidirectional(student):
+    for n in (1, 2, 7, 512):
+        expect_equal(student.call(n, causal=False), attention.attention_connections(n, causal=False),
+                     what=f"attention_connections({n}, causal=False)")
+
+
+@graded("test_attention_connections", points=1)
+def test_attention_connections_causal(student):
+    for n in (1, 2, 7, 512):
+        expect_equal(student.call(n, causal=True), attention.attention_connections(n, causal=True),
+                     what=f"attention_connections({n}, causal=True)")
+
+
+# =============================================================== CAT_NEXT_WORD_PROBS (1)
+@graded("test_cat_next_word_probs", points=1)
+def test_cat_next_word_probs(student):
+    answer = student.value("CAT_NEXT_WORD_PROBS")
+    expected = arithmetic.softmax_worked_example()
+    expect(type(answer) is dict, f"CAT_NEXT_WORD_PROBS must be a dict {{word: probability}}, got {type(answer).__name__}")
+    expect(set(answer) == set(expected), f"CAT_NEXT_WORD_PROBS must have the keys {sorted(expected)}, got {sorted(answer)}")
+    for word, p in expected.items():
+        # tolerance: answers rounded to two decimals are accepted
+        expect_number(answer[word], p, rel=0.0, abs_tol=5e-3,
+                      what=f"CAT_NEXT_WORD_PROBS[{word!r}] (softmax of the logits 2.5, 1.0, 0.5, 1.5)")
+
+
+# =============================================================== clm_loss (4)
+def _ids(batch: int, length: int, vocab: int, *, seed: int, device: str) -> torch.Tensor:
+    return torch.randint(0, vocab, (batch, length), generator=_gen(seed)).to(device)
+
+
+def _expect_loss(actual, expected: torch.Tensor, *, what: str, atol: float = 1e-5, rtol: float = 1e-5) -> None:
+    expect_tensor(actual, dtype=torch.float32, shape=(), device=expected.device,
+                  what=f"{what} (a 0-dim float32 tensor)")
+    expect(not bool(torch.isnan(actual)), f"{what} is NaN")
+    expect_close(actual, expected, atol=atol, rtol=rtol, what=what)
+
+
+@graded("test_clm_loss", points=1)
+@on_devices
+def test_clm_loss_matches_reference(student, device):
+    for seed, (batch, length, vocab) in enumerate([(2, 7, 11), (1, 2, 5), (3, 16, 50)]):
+        logits = _randn(batch, length, vocab, seed=seed, scale=2.0, device=device)
+        ids = _ids(batch, length, vocab, seed=seed + 100, device=device)
+        # tolerance: float32 rounding of a mean of log-softmax values
+        _expect_loss(student.call(logits, ids), losses.clm_loss(logits, ids),
+                     what=f"clm_loss on logits {list(logits.shape)} (logits[:, t] predicts input_ids[:, t + 1])")
+
+
+@graded("test_clm_loss", points=1)
+@on_devices
+def test_clm_loss_ignores_padded_targets(student, device):
+    logits = _randn(3, 8, 13, seed=5, scale=2.0, device=device)
+    ids = _ids(3, 8, 13, seed=6, device=device)
+    right = torch.tensor([[1] * 8, [1] * 5 + [0] * 3, [1] * 2 + [0] * 6], device=device)
+    left = torch.tensor([[1] * 8, [0] * 3 + [1] * 5, [0] * 6 + [1] * 2], device=device)
+    for name, mask in [("right padding", right), ("left padding", left)]:
+        # tolerance: float32 rounding
+        _expect_loss(student.call(logits, ids, mask), losses.clm_loss(logits, ids, mask),
+                     what=f"clm_loss with an attention_mask ({name}): targets whose mask is 0 are not scored, "
+                          "and every scored token weighs the same")
+
+
+@graded("test_clm_loss", points=1)
+@on_devices
+def test_clm_loss_with_nothing_to_score_is_zero(student, device):
+    logits = _randn(2, 1, 5, seed=7, device=device)
+    ids = _ids(2, 1, 5, seed=8, device=device)
+    _expect_loss(student.call(logits, ids), torch.tensor(0.0, device=device), atol=1e-7, rtol=0.0,
+                 what="clm_loss with T == 1 (no next token to predict, so 0.0, not NaN)")
+    logits = _randn(2, 4, 5, seed=9, device=device)
+    ids = _ids(2, 4, 5, seed=10, device=device)
+    mask = torch.tensor([[1, 0, 0, 0], [1, 0, 0, 0]], device=device)
+    _expect_loss(student.call(logits, ids, mask), torch.tensor(0.0, device=device), atol=1e-7, rtol=0.0,
+                 what="clm_loss when every target is padding (0.0, not NaN)")
+
+
+@graded("test_clm_loss", points=1)
+@on_devices
+def test_clm_loss_large_and_half_precision_logits(student, device):
+    base = _randn(2, 6, 17, seed=11, scale=2.0, device=device)
+    ids = _ids(2, 6, 17, seed=12, device=device)
+    for name, logits in [("logits + 1000", base + 1000), ("1000 * logits", 1000 * base)]:
+        # tolerance: float32 rounding, relative to losses of size up to ~1e4; inputs near 1000
+        # are only known to 6e-5 (one ulp), which a log-sum-exp formulation passes on
+        _expect_loss(student.call(logits, ids), losses.clm_loss(logits, ids), atol=2e-4, rtol=1e-5,
+                     what=f"clm_loss of {name} (use a log-softmax or log-sum-exp that subtracts the maximum)")
+    for dtype in (torch.float16, torch.bfloat16):
+        logits = base.to(dtype)
+        # tolerance: float32 rounding; a loss computed in half precision is off by ~1e-3
+        _expect_loss(student.call(logits, ids), losses.clm_loss(logits, ids), atol=2e-4, rtol=0.0,
+                     what=f"clm_loss of {dtype} logits (compute in float32: logits.float())")
+
+
+# =============================================================== mlm_loss (3)
+def _mlm_labels(batch: int, length: int, vocab: int, *, seed: int, rate: float, device: str) -> torch.Tensor:
+    g = _gen(seed)
+    labels = torch.randint(0, vocab, (batch, length), generator=g)
+    chosen = torch.rand(batch, length, generator=g) < rate
+    chosen.view(-1)[0] = True  # at least one labelled position
+    return labels.masked_fill(~chosen, -100).to(device)
+
+
+@graded("test_mlm_loss", points=1)
+@on_devices
+def test_mlm_loss_matches_reference(student, device):
+    for seed, (batch, length, vocab) in enumerate([(2, 9, 11), (1, 1, 5), (4, 16, 40)]):
+        logits = _randn(batch, length, vocab, seed=seed, scale=2.0, device=device)
+        labels = _mlm_labels(batch, length, vocab, seed=seed + 50, rate=0.3, device=device)
+        # tolerance: float32 rounding of a mean of log-softmax values
+        _expect_loss(student.call(logits, labels), losses.mlm_loss(logits, labels),
+                     what=f"mlm_loss on logits {list(logits.shape)} (mean over the positions with label != -100)")
+    flat_logits = _randn(10, 7, seed=9, device=device)
+    flat_labels = _mlm_labels(1, 10, 7, seed=10, rate=0.5, device=device).view(10)
+    _expect_loss(student.call(flat_logits, flat_labels), losses.mlm_loss(flat_logits, flat_labels),
+                 what="mlm_loss on logits [N, V] and labels [N]")
+
+
+@graded("test_mlm_loss", points=1)
+@on_devices
+def test_mlm_loss_without_labels_is_zero(student, device):
+    logits = _randn(2, 5, 9, seed=11, device=device)
+    labels = torch.full((2, 5), -100, device=device)
+    _expect_loss(student.call(logits, labels), torch.tensor(0.0, device=device), atol=1e-7, rtol=0.0,
+                 what="mlm_loss when no position is labelled (0.0, not NaN)")
+
+
+@graded("test_mlm_loss", points=1)
+@on_devices
+def test_mlm_loss_large_and_half_precision_logits(student, device):
+    base = _randn(3, 8, 21, seed=12, scale=2.0, device=device)
+    labels = _mlm_labels(3, 8, 21, seed=13, rate=0.4, device=device)
+    for name, logits in [("logits + 1000", base + 1000), ("1000 * logits", 1000 * base)]:
+        # tolerance: float32 rounding, relative to losses of size up to ~1e4; inputs near 1000
+        # are only known to 6e-5 (one ulp), which a log-sum-exp formulation passes on
+        _expect_loss(student.call(logits, labels), losses.mlm_loss(logits, labels), atol=2e-4, rtol=1e-5,
+                     what=f"mlm_loss of {name} (use a log-softmax or log-sum-exp that subtracts the maximum)")
+    for dtype in (torch.float16, torch.bfloat16):
+        logits = base.to(dtype)
+        # tolerance: float32 rounding; a loss computed in half precision is off by ~1e-3
+        _expect_loss(student.call(logits, labels), losses.mlm_loss(logits, labels), atol=2e-4, rtol=0.0,
+                     what=f"mlm_loss of {dtype} logits (compute in float32: logits.float())")
+
+
+# =============================================================== sample_next_token (4)
+# Ten logits without ties, shuffled so that the most likely token is not id 0.
+SAMPLING_LOGITS = torch.tensor([2.0, 1.2, 0.9, 0.5, 0.1, -0.3, -0.6, -1.0, -1.5, -2.2])[
+    torch.randperm(10, generator=_gen(2024))]
+DRAWS = 30_000
+
+
+def _samples(student, logits: torch.Tensor, device: str, *, seed: int, repeat: int = 1, **kwargs):
+    reply = student.probe("seeded_call", name="sample_next_token", args=[logits.to(device)], kwargs=kwargs,
+                          seed=seed, device=device, repeat=repeat)
+    return [expect_tensor(value, dtype=torch.int64, shape=(logits.size(0),), device=device,
+                          what="sample_next_token's result (one token id per row)").cpu()
+            for value in reply["values"]]
+
+
+def _expect_frequencies(student, device: str, *, seed: int, **kwargs) -> None:
+    """DRAWS rows of SAMPLING_LOGITS: one draw each; compare the counts with the reference distribution."""
+    logits = SAMPLING_LOGITS.expand(DRAWS, -1).contiguous()
+    [tokens] = _samples(student, logits, device, seed=seed, **kwargs)
+    probs = decoding.next_token_distribution(SAMPLING_LOGITS[None], **kwargs)[0].double()
+    counts = torch.bincount(tokens.clamp(0, 9), minlength=10)
+    setting = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+    expect(bool(((tokens >= 0) & (tokens < 10)).all()), f"sample_next_token({setting}) returned ids outside [0, V)")
+    for token in range(10):
+        count, p = int(counts[token]), float(probs[token])
+        if p == 0.0:
+            expect(count == 0, f"sample_next_token({setting}) drew token {token} {count} times, but that token "
+                               "is filtered out (top-k / top-p) and must never be drawn")
+        else:
+            # 5-sigma band around the reference probability
+            expect(within_sigma(count, DRAWS, p),
+                   f"sample_next_token({setting}) drew token {token} in {count / DRAWS:.4f} of {DRAWS} draws; "
+                   f"its probability is {p:.4f} (5-sigma band: ±{5 * math.sqrt(p * (1 - p) / DRAWS):.4f})")
+
+
+@graded("test_sample_next_token", points=1)
+@on_devices
+def test_sample_next_token_frequencies_with_temperature(student, device):
+    for seed, temperature in [(1, 1.0), (2, 0.7), (3, 2.0)]:
+        _expect_frequencies(student, device, seed=seed, temperature=temperature)
+
+
+@graded("test_sample_next_token", points=1)
+@on_devices
+def test_sample_next_token_frequencies_with_top_k_and_top_p(student, device):
+    settings = [dict(top_k=3), dict(temperature=1.5, top_k=5), dict(top_p=0.7),
+                dict(temperature=1.5, top_p=0.7), dict(temperature=0.8, top_k=6, top_p=0.9)]
+    for seed, kwargs in enumerate(settings, start=10):
+        _expect_frequencies(student, device, seed=seed, **kwargs)
+
+
+@graded("test_sample_next_token", points=1)
+@on_devices
+def test_sample_next_token_greedy_limits(student, device):
+    logits = _randn(5, 20, seed=30, scale=2.0, device=device)
+    argmax = logits.argmax(dim=-1).cpu()
+    for seed, kwargs in enumerate([dict(temperature=0.0), dict(top_k=1), dict(top_p=1e-6),
+                                   dict(temperature=3.0, top_k=1)], start=31):
+        [tokens] = _samples(student, logits, device, seed=seed, **kwargs)
+        setting = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        expect(torch.equal(tokens, argmax),
+               f"sample_next_token({setting}) must return the argmax of every row {argmax.tolist()}, "
+               f"got {tokens.tolist()}")
+
+
+@graded("test_sample_next_token", points=1)
+@on_devices
+def test_sample_next_token_shapes_and_generator(student, device):
+    for batch, vocab in [(1, 3), (4, 7)]:
+        _samples(student, _randn(batch, vocab, seed=batch, device=device), device, seed=0)
+    logits = _randn(64, 50, seed=40, scale=0.1, device=device)
+    first = _samples(student, logits, device, seed=41, repeat=2)
+    again = _samples(student, logits, device, seed=41)
+    other = _samples(student, logits, device, seed=42)
+    expect(torch.equal(first[0], again[0]),
+           "two calls with generators seeded alike drew different tokens: pass generator=generator to "
+           "torch.multinomial")
+    expect(not torch.equal(first[0], other[0]), "generators with different seeds drew the same 64 tokens")
+    expect(not torch.equal(first[0], first[1]),
+           "two consecutive calls with one generator drew the same 64 tokens: draw from the generator, do not re-seed")
+
+
+# =============================================================== greedy_decode (3)
+def _decoder(seed: int, device: str):
+    """The fixture reference (for the student) and the same model built here (for the reference)."""
+    reference = fixture("decoder_lm", seed=seed, device=device)
+    return reference, build_fixture(reference)
+
+
+def _prompt(batch: int, length: int, *, seed: int, device: str) -> torch.Tensor:
+    return torch.randint(0, 96, (batch, length), generator=_gen(seed)).to(device)
+
+
+def _expect_tokens(actual, expected: torch.Tensor, what: str) -> None:
+    expect_tensor(actual, dtype=torch.int64, device=expected.device, what=what)
+    expect(actual.dim() == 2 and actual.size(0) == expected.size(0),
+           f"{what} must be [B, T + n], got shape {list(actual.shape)}")
+    expect(actual.shape == expected.shape and torch.equal(actual, expected),
+           f"{what} is {actual.tolist()}, expected {expected.tolist()}")
+
+
+@graded("test_greedy_decode", points=1)
+@on_devices
+def test_greedy_decode_matches_reference(student, device):
+    for seed, (batch, length, new) in enumerate([(1, 4, 8), (3, 5, 6), (2, 1, 5)]):
+        ref, model = _decoder(seed, device)
+        prompt = _prompt(batch, length, seed=seed, device=device)
+        _expect_tokens(student.call(ref, prompt, new), decoding.greedy_decode(model, prompt, new),
+                       f"greedy_decode(model, prompt {list(prompt.shape)}, max_new_tokens={new})")
+
+
+@graded("test_greedy_decode", points=1)
+@on_devices
+def test_greedy_decode_stops_at_eos(student, device):
+    ref, model = _decoder(1, device)
+    prompt = _prompt(3, 4, seed=1, device=device)
+    free = decoding.greedy_decode(model, prompt, 10)
+    # eos = a token row 0 produces at its 3rd step: row 0 finishes early and is padded with eos
+    eos = int(free[0, 4 + 2])
+    _expect_tokens(student.call(ref, prompt, 10, eos_token_id=eos),
+                   decoding.greedy_decode(model, prompt, 10, eos_token_id=eos),
+                   f"greedy_decode with eos_token_id={eos} (a finished row gets eos at every later step)")
+    # one prompt that finishes at its 4th step: decoding stops there
+    single = prompt[2:3]
+    eos = int(free[2, 4 + 3])
+    expected = decoding.greedy_decode(model, single, 10, eos_token_id=eos)
+    _expect_tokens(student.call(ref, single, 10, eos_token_id=eos), expected,
+                   f"greedy_decode with eos_token_id={eos} (stop as soon as every row has produced eos)")
+
+
+@graded("test_greedy_decode", points=1)
+@on_devices
+def test_greedy_decode_edge_cases(student, device):
+    ref, model = _decoder(2, device)
+    prompt = _prompt(2, 3, seed=2, device=device)
+    _expect_tokens(student.call(ref, prompt, 0), prompt.clone(),
+                   "greedy_decode with max_new_tokens=0 (the prompts unchanged)")
+    first = decoding.greedy_decode(model, prompt[:1], 1)
+    eos = int(first[0, -1])
+    _expect_tokens(student.call(ref, prompt[:1], 5, eos_token_id=eos),
+                   decoding.greedy_decode(model, prompt[:1], 5, eos_token_id=eos),
+                   "greedy_decode when eos is the very first generated token")
+    one = _prompt(1, 1, seed=3, device=device)
+    _expect_tokens(student.call(ref, one, 4), decoding.greedy_decode(model, one, 4),
+                   "greedy_decode from a one-token prompt")
+
+
+# =============================================================== beam_search (5)
+@graded("test_beam_search", points=1)
+@on_devices
+def test_beam_search_matches_reference_without_eos(student, device):
+    for seed, (length, beams, new) in [(0, (4, 2, 6)), (3, (4, 3, 5)), (5, (1, 4, 4))]:
+        ref, model = _decoder(seed, device)
+        prompt = _prompt(1, length, seed=seed, device=device)
+        kwargs = dict(num_beams=beams, max_new_tokens=new)
+        _expect_tokens(student.call(ref, prompt, **kwargs), decoding.beam_search(model, prompt, **kwargs),
+                       f"beam_search(num_beams={beams}, max_new_tokens={new}) without eos")
+
+
+@graded("test_beam_search", points=1)
+@on_devices
+def test_beam_search_with_eos(student, device):
+    for seed, beams in [(6, 2), (7, 3), (2, 5)]:
+        ref, model = _decoder(seed, device)
+        prompt = _prompt(1, 4, seed=seed, device=device)
+        free = decoding.beam_search(model, prompt, num_beams=beams, max_new_tokens=8)
+        eos = int(free[0, 4 + 2])  # a token the best beam wants early
+        kwargs = dict(num_beams=beams, max_new_tokens=8, eos_token_id=eos)
+        _expect_tokens(student.call(ref, prompt, **kwargs), decoding.beam_search(model, prompt, **kwargs),
+                       f"beam_search(num_beams={beams}, max_new_tokens=8, eos_token_id={eos}) "
+                       "(finished hypotheses are scored by log-probability / L ** length_penalty)")
+
+
+def _length_rule_model(device: str):
+    """Vocabulary: 0 = eos, 1 = a, 2 = b, 3..5 fillers, 6 = prompt.
+
+    From the prompt: eos 0.4, a 0.35, b 0.25; after a or b, eos 0.9. With two beams,
+    "eos" finishes at step 1 (log 0.4 = -0.916); "a eos" (-1.155) and "b eos" (-1.492)
+    finish at step 2 and fill the pool. Per token (alpha = 1): -0.578, -0.746, -0.916,
+    so "a eos" wins; with alpha = 0 the plain sums rank "eos" first.
+    """
+    probs = torch.full((7, 7), 1e-6)
+    probs[6, :3] = torch.tensor([0.4, 0.35, 0.25])
+    probs[1, 0], probs[1, 1] = 0.9, 0.1
+    probs[2, 0], probs[2, 2] = 0.9, 0.1
+    probs[0, 0] = 1.0
+    log_probs = (probs / probs.sum(-1, keepdim=True)).log()
+    reference = fixture("bigram_lm", log_probs=log_probs, device=device)
+    return reference, build_fixture(reference)
+
+
+@graded("test_beam_search", points=1)
+@on_devices
+def test_beam_search_length_penalty(student, device):
+    ref, model = _length_rule_model(device)
+    prompt = torch.tensor([[6]], device=device)
+    for alpha, expected in [(1.0, [[6, 1, 0]]), (0.0, [[6, 0]])]:
+        kwargs = dict(num_beams=2, max_new_tokens=5, length_penalty=alpha, eos_token_id=0)
+        _expect_tokens(student.call(ref, prompt, **kwargs), torch.tensor(expected, device=device),
+                       f"beam_search on a hand-made model with length_penalty={alpha} (score = log-probability / "
+                       "L ** length_penalty, L = generated tokens including eos)")
+    ref, model = _decoder(4, device)
+    prompt = _prompt(1, 3, seed=4, device=device)
+    free = decoding.beam_search(model, prompt, num_beams=3, max_new_tokens=8)
+    eos = int(free[0, 3 + 3])
+    for alpha in (-1.0, 0.0, 2.0):
+        kwargs = dict(num_beams=3, max_new_tokens=8, length_penalty=alpha, eos_token_id=eos)
+        _expect_tokens(student.call(ref, prompt, **kwargs), decoding.beam_search(model, prompt, **kwargs),
+                       f"beam_search(num_beams=3, length_penalty={alpha}, eos_token_id={eos})")
+
+
+@graded("test_beam_search", points=1)
+@on_devices
+def test_beam_search_with_one_beam_is_greedy(student, device):
+    ref, model = _decoder(7, device)
+    prompt = _prompt(1, 3, seed=7, device=device)
+    free = decoding.greedy_decode(model, prompt, 9)
+    for eos in (None, int(free[0, 3 + 4])):
+        _expect_tokens(student.call(ref, prompt, num_beams=1, max_new_tokens=9, eos_token_id=eos),
+                       decoding.greedy_decode(model, prompt, 9, eos_token_id=eos),
+                       f"beam_search with num_beams=1 (greedy decoding), eos_token_id={eos}")
+
+
+@graded("test_beam_search", points=1)
+@on_devices
+def test_beam_search_edge_cases(student, device):
+    ref, model = _decoder(3, device)
+    prompt = _prompt(1, 5, seed=3, device=device)
+    _expect_tokens(student.call(ref, prompt, num_beams=3, max_new_tokens=0), prompt.clone(),
+                   "beam_search with max_new_tokens=0 (the prompt unchanged)")
+    for kwargs in (dict(num_beams=3, max_new_tokens=1), dict(num_beams=2, max_new_tokens=1, eos_token_id=7)):
+        _expect_tokens(student.call(ref, prompt, **kwargs), decoding.beam_search(model, prompt, **kwargs),
+                       f"beam_search({', '.join(f'{k}={v}' for k, v in kwargs.items())}): one step keeps the "
+                       "most likely token")
+    ref, model = _length_rule_model(device)
+    prompt = torch.tensor([[6]], device=device)
+    kwargs = dict(num_beams=3, max_new_tokens=4, eos_token_id=0)  # 2k = 6 candidates out of 7 tokens
+    _expect_tokens(student.call(ref, prompt, **kwargs), decoding.beam_search(model, prompt, **kwargs),
+                   "beam_search with 2 * num_beams close to the vocabulary size")

@@ -1,0 +1,453 @@
+"""Hidden tests of part_b_finetuning.ipynb: the learning-rate schedule, layer
+freezing, the training and evaluation loops, LoRA, and the cost arithmetic.
+
+Stateful code (loops over a model, modules) is driven inside the sandbox by the
+probes of ``autograder.sandbox.item_probes``; the very same driver runs here with
+the reference implementation on an identical, seeded model, and the two records
+are compared. The answer constants of this notebook (architecture table, model
+for task, fine-tuning configuration, generation settings) are graded elsewhere.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from autograder.reference import arithmetic, finetuning, lora
+from autograder.sandbox import item_probes
+from autograder.sandbox.fixtures import build_fixture, fixture
+from autograder.suite import expect, expect_close, expect_equal, expect_number, graded, on_devices
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _expect_dict_close(actual, expected: dict, *, rel: float, what: str) -> None:
+    expect(type(actual) is dict, f"{what} must return a dict, got {type(actual).__name__}")
+    expect(set(actual) == set(expected), f"{what} must have exactly the keys {sorted(expected)}, got {sorted(actual)}")
+    for key, value in expected.items():
+        expect_number(actual[key], value, rel=rel, what=f"{what}[{key!r}]")
+
+
+def _batches(seed: int, sizes: list[int], *, length: int = 10, vocab: int = 64) -> list[dict[str, torch.Tensor]]:
+    """A loader as a list of batches. Label = which of the tokens 5, 6, 7 occurs in the
+    row (learnable by a tiny BERT); token 1 plays [CLS]; the last row of every batch
+    has two padding positions."""
+    g = _gen(seed)
+    batches = []
+    for size in sizes:
+        labels = torch.randint(0, 3, (size,), generator=g)
+        ids = torch.randint(10, vocab, (size, length), generator=g)
+        ids[:, 0] = 1
+        position = torch.randint(1, length - 2, (size,), generator=g)
+        ids[torch.arange(size), position] = 5 + labels
+        mask = torch.ones_like(ids)
+        mask[-1, -2:] = 0
+        ids[-1, -2:] = 0
+        batches.append({"input_ids": ids, "attention_mask": mask, "labels": labels})
+    return batches
+
+
+def _classifier(device: str, **params):
+    """The fixture reference (for the student) and the same model built here (for the reference)."""
+    reference = fixture("bert_classifier", device=device, **params)
+    return reference, build_fixture(reference)
+
+
+def _raised(reply) -> str | None:
+    return reply.get("raised") if type(reply) is dict else None
+
+
+# =============================================================== linear_warmup_decay (3)
+def _schedule(student, steps, warmup: int, total: int) -> None:
+    for step in steps:
+        expected = finetuning.linear_warmup_decay(step, warmup_steps=warmup, total_steps=total)
+        expect_number(student.call(step, warmup_steps=warmup, total_steps=total), expected, rel=1e-9, abs_tol=1e-12,
+                      what=f"linear_warmup_decay({step}, warmup_steps={warmup}, total_steps={total})")
+
+
+@graded("test_linear_warmup_decay", points=1)
+def test_linear_warmup_decay_warm_up(student):
+    _schedule(student, range(0, 4), warmup=4, total=20)
+    _schedule(student, [0, 1, 49, 99], warmup=100, total=1000)
+
+
+@graded("test_linear_warmup_decay", points=1)
+def test_linear_warmup_decay_decay_and_after_the_end(student):
+    _schedule(student, [4, 5, 12, 19, 20, 21, 50], warmup=4, total=20)
+    _schedule(student, [100, 550, 999, 1000, 1001], warmup=100, total=1000)
+
+
+@graded("test_linear_warmup_decay", points=1)
+def test_linear_warmup_decay_edge_cases(student):
+    _schedule(student, [0, 1, 5, 10, 11], warmup=0, total=10)  # no warm-up: starts at 1
+    _schedule(student, [0, 1, 2, 3, 4], warmup=3, total=3)  # warm-up to the last step: 1 there, then 0
+    _schedule(student, [0, 1, 2], warmup=1, total=1)
+    value = student.call(7, warmup_steps=4, total_steps=20)
+    expect(type(value) is float, f"linear_warmup_decay must return a Python float, got {type(value).__name__}")
+
+
+# =============================================================== freeze_layers (3)
+def _freeze(student, calls, *, seed: int = 0, layers: int = 4):
+    reference, model = _classifier("cpu", seed=seed, layers=layers)
+    actual = student.probe("freeze_layers_run", model=reference, calls=calls)
+    expected = item_probes.drive_freeze_layers(finetuning.freeze_layers, model, calls)
+    return actual, expected
+
+
+def _expect_same_pattern(actual, expected, what: str) -> None:
+    wrong = [name for name, trainable in expected["requires_grad"].items()
+             if actual["requires_grad"].get(name) is not trainable]
+    listed = ", ".join(f"{name} (should be {'trainable' if expected['requires_grad'][name] else 'frozen'})"
+                       for name in wrong[:4])
+    expect(not wrong, f"after {what}, {len(wrong)} parameters have the wrong requires_grad: {listed}"
+                      + (" ..." if len(wrong) > 4 else ""))
+    expect(actual["weights_unchanged"], f"{what} changed parameter values; it may only set requires_grad")
+
+
+@graded("test_freeze_layers", points=1)
+def test_freeze_layers_requires_grad_pattern(student):
+    for num_layers in (0, 1, 3, 4):
+        calls = [{"num_layers": num_layers}]
+        actual, expected = _freeze(student, calls)
+        _expect_same_pattern(actual, expected, f"freeze_layers(model, {num_layers}) on a 4-layer BERT classifier "
+                                               "(embeddings and layers 0..num_layers-1 frozen, the rest trainable)")
+
+
+@graded("test_freeze_layers", points=1)
+def test_freeze_layers_returns_trainable_count(student):
+    for call in ({"num_layers": 2, "freeze_embeddings": False}, {"num_layers": 4}, {"num_layers": 0}):
+        actual, expected = _freeze(student, [call])
+        what = f"freeze_layers(model, {call['num_layers']}" + (
+            f", freeze_embeddings={call['freeze_embeddings']})" if "freeze_embeddings" in call else ")")
+        _expect_same_pattern(actual, expected, what)
+        expect_equal(actual["returned"][0], expected["returned"][0],
+                     what=f"the value returned by {what} (the number of trainable parameter elements)")
+
+
+@graded("test_freeze_layers", points=1)
+def test_freeze_layers_repeated_calls_bare_model_and_range(student):
+    calls = [{"num_layers": 4}, {"num_layers": 1, "freeze_embeddings": False}]
+    actual, expected = _freeze(student, calls)
+    _expect_same_pattern(actual, expected, "freeze_layers(model, 4) then freeze_layers(model, 1, "
+                                           "freeze_embeddings=False) (the second call must unfreeze layers 1..3 "
+                                           "and the embeddings again)")
+    expect(actual["training"] is False, "freeze_layers changed the model's train/eval mode; leave it as it is")
+    actual, expected = _freeze(student, [{"num_layers": 2, "target": "base"}])
+    _expect_same_pattern(actual, expected, "freeze_layers(bert_model, 2) on a bare BertModel (its own base_model)")
+    expect_equal(actual["returned"][0], expected["returned"][0], what="the value returned for the bare BertModel")
+    for num_layers in (-1, 5):
+        reply = student.probe("raises", name="freeze_layers",
+                              args=[fixture("bert_classifier", seed=0, layers=4), num_layers])
+        expect(reply["raised"] == "ValueError",
+               f"freeze_layers(model, {num_layers}) on a 4-layer model must raise ValueError, "
+               + ("it returned normally" if reply["raised"] is None else f"it raised {reply['raised']}"))
+
+
+# =============================================================== train_epoch (4)
+def _train(student, device: str, batches, *, model_seed: int = 0, dropout: float = 0.0, **kwargs):
+    reference, model = _classifier(device, seed=model_seed, dropout=dropout)
+    actual = student.probe("train_epoch_run", model=reference, batches=batches, **kwargs)
+    expected = item_probes.drive_train_epoch(finetuning.train_epoch, model, batches, **kwargs)
+    return actual, expected
+
+
+def _expect_same_training(actual, expected, what: str) -> None:
+    steps, wanted = len(actual["lrs"]), len(expected["lrs"])
+    expect(steps == wanted, f"{what}: optimizer.step() was called {steps} times for {wanted} batches; "
+                            "step exactly once per batch")
+    # tolerance: float32 rounding of a few SGD steps (the same operations give identical values)
+    for name, value in expected["parameters"].items():
+        expect(name in actual["parameters"], f"{what}: the model lost its parameter {name}")
+        expect_close(actual["parameters"][name], value, atol=1e-5, rtol=1e-4,
+                     what=f"{what}: parameter {name} after the epoch (zero_grad, forward, backward, "
+                          "clip, step, in this order, once per batch)")
+    expect_number(actual["loss"], expected["loss"], rel=1e-5,
+                  what=f"{what}: the returned loss (the mean of the batch losses loss.item(), each batch "
+                       "weighing the same)")
+
+
+@graded("test_train_epoch", points=1)
+@on_devices
+def test_train_epoch_matches_reference_sgd(student, device):
+    batches = _batches(0, [8, 5, 8, 3])
+    actual, expected = _train(student, device, batches, lr=0.5, max_grad_norm=None)
+    _expect_same_training(actual, expected, "train_epoch with SGD(lr=0.5), max_grad_norm=None")
+    batches = _batches(1, [6, 6, 6])
+    actual, expected = _train(student, device, batches, model_seed=1, lr=0.2, momentum=0.9, max_grad_norm=None)
+    _expect_same_training(actual, expected, "train_epoch with SGD(lr=0.2, momentum=0.9), max_grad_norm=None")
+
+
+@graded("test_train_epoch", points=1)
+@on_devices
+def test_train_epoch_clips_the_gradient_norm(student, device):
+    batches = _batches(2, [8, 5, 8, 3])
+    for kwargs, limit in [(dict(max_grad_norm=0.3), 0.3), ({}, 1.0)]:
+        actual, expected = _train(student, device, batches, lr=0.5, **kwargs)
+        what = f"train_epoch with max_grad_norm={limit}" + ("" if kwargs else " (the default)")
+        norms = actual["grad_norms"]
+        # tolerance: clip_grad_norm_ scales by max_norm / (norm + 1e-6), float32 rounding
+        expect(all(norm <= limit * (1 + 1e-4) for norm in norms),
+               f"{what}: the global gradient norms at optimizer.step() were "
+               f"{[round(n, 4) for n in norms]}; clip them to at most {limit} "
+               "(torch.nn.utils.clip_grad_norm_ over all parameters, after backward, before step)")
+        _expect_same_training(actual, expected, what)
+
+
+@graded("test_train_epoch", points=1)
+@on_devices
+def test_train_epoch_steps_the_scheduler_once_per_batch(student, device):
+    batches = _batches(3, [4, 4, 4, 4, 4])
+    actual, expected = _train(student, device, batches, lr=0.4, warmup_steps=2, total_steps=6)
+    lrs, wanted = actual["lrs"], expected["lrs"]
+    expect(len(lrs) == len(wanted) and all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a, b in zip(lrs, wanted)),
+           f"the learning rates at the optimizer steps were {[round(x, 4) for x in lrs]}, expected "
+           f"{[round(x, 4) for x in wanted]}: call scheduler.step() once per batch, after optimizer.step()")
+    _expect_same_training(actual, expected, "train_epoch with a warm-up/decay scheduler")
+
+
+@graded("test_train_epoch", points=1)
+@on_devices
+def test_train_epoch_train_mode_mean_loss_and_empty_loader(student, device):
+    batches = _batches(4, [9, 2, 5])  # unequal sizes: the mean is over batches, not examples
+    actual, expected = _train(student, device, batches, lr=0.3, start_mode="eval")
+    expect(type(actual["loss"]) is float, f"train_epoch must return a Python float (loss.item()), "
+                                          f"got {type(actual['loss']).__name__}")
+    expect(actual["training"] is True, "train_epoch left the model in eval mode: call model.train() first "
+                                       "(dropout must be on while training)")
+    # tolerance: float32 rounding
+    expect_number(actual["loss"], expected["loss"], rel=1e-5,
+                  what="the returned loss (the mean of the batch losses, each batch weighing the same)")
+    reference, _ = _classifier(device, seed=0)
+    reply = student.probe("train_epoch_run", model=reference, batches=[], catch=True)
+    expect(_raised(reply) == "ValueError",
+           "train_epoch with a loader that yields no batch must raise ValueError, "
+           + (f"it raised {_raised(reply)}" if _raised(reply) else "it returned normally"))
+
+
+# =============================================================== evaluate (2)
+def _labelled_for_accuracy(model, batches, correct_per_batch: list[int]):
+    """Relabel ``batches`` so that exactly the first k examples of each batch are predicted right."""
+    out = []
+    with torch.no_grad():
+        for batch, k in zip(batches, correct_per_batch):
+            predictions = model(input_ids=batch["input_ids"].to(model.device),
+                                attention_mask=batch["attention_mask"].to(model.device)).logits.argmax(-1).cpu()
+            labels = (predictions + 1) % 3
+            labels[:k] = predictions[:k]
+            out.append({**batch, "labels": labels})
+    return out
+
+
+@graded("test_evaluate", points=1)
+@on_devices
+def test_evaluate_counts_every_example(student, device):
+    reference, model = _classifier(device, seed=3)
+    # 2/7, 2/2 and 1/5 right: 5/14 = 0.357 per example (0.495 as a mean of batch accuracies)
+    batches = _labelled_for_accuracy(model, _batches(5, [7, 2, 5]), [2, 2, 1])
+    actual = student.probe("evaluate_run", model=reference, batches=batches, start_mode="eval")
+    expected = item_probes.drive_evaluate(finetuning.evaluate, model, batches, start_mode="eval")
+    expect(type(actual["accuracy"]) is float,
+           f"evaluate must return a Python float, got {type(actual['accuracy']).__name__}")
+    expect_number(actual["accuracy"], expected["accuracy"], rel=1e-9,
+                  what="evaluate's accuracy (correct predictions / examples, over all batches)")
+
+
+@graded("test_evaluate", points=1)
+@on_devices
+def test_evaluate_uses_eval_mode(student, device):
+    reference, model = _classifier(device, seed=4, dropout=0.3)
+    batches = _labelled_for_accuracy(model.eval(), _batches(6, [8, 8, 8]), [8, 8, 8])  # all right in eval mode
+    actual = student.probe("evaluate_run", model=reference, batches=batches, start_mode="train")
+    expect(actual["training"] is False, "evaluate must put the model in eval mode (model.eval()) and leave it there")
+    expect_number(actual["accuracy"], 1.0, rel=1e-9,
+                  what="evaluate's accuracy on examples labelled with the eval-mode predictions "
+                       "(dropout must be off: call model.eval())")
+    reply = student.probe("evaluate_run", model=reference, batches=[], catch=True)
+    expect(_raised(reply) == "ValueError",
+           "evaluate with a loader that yields no example must raise ValueError, "
+           + (f"it raised {_raised(reply)}" if _raised(reply) else "it returned normally"))
+
+
+# =============================================================== LoRALinear (5)
+def _lora(student, device: str, **params):
+    actual = student.probe("lora_layer", class_name="LoRALinear", device=device, **params)
+    expected = item_probes.drive_lora_layer(lora.LoRALinear, device=device, **params)
+    return actual, expected
+
+
+def _lora_x(*shape: int, seed: int, device: str) -> torch.Tensor:
+    return torch.randn(*shape, generator=_gen(seed)).to(device)
+
+
+@graded("test_lora_linear", points=1)
+@on_devices
+def test_lora_linear_starts_as_the_base_layer(student, device):
+    for seed, (d_in, d_out, r, alpha, x_shape) in enumerate([(12, 7, 4, 8, (3, 12)), (5, 9, 1, 1, (2, 4, 5))]):
+        x = _lora_x(*x_shape, seed=seed, device=device)
+        actual, expected = _lora(student, device, in_features=d_in, out_features=d_out, r=r, alpha=alpha, x=x, seed=seed)
+        # tolerance: float32 rounding (B = 0 makes the update exactly zero)
+        expect_close(actual["initial_output"], expected["base_output"], atol=1e-6, rtol=1e-6,
+                     what=f"LoRALinear(base, r={r}, alpha={alpha})(x) right after construction (lora_B starts "
+                          "at zero, so the layer must compute exactly base(x))")
+        expect(actual["keeps_base"], "LoRALinear must keep the layer it wraps as self.base (not a copy)")
+        expect(actual["base_unchanged"], "LoRALinear changed the weights of the base layer; keep them as they are")
+
+
+@graded("test_lora_linear", points=1)
+@on_devices
+def test_lora_linear_parameters_and_freezing(student, device):
+    d_in, d_out, r = 10, 6, 3
+    x = _lora_x(2, d_in, seed=5, device=device)
+    actual, _ = _lora(student, device, in_features=d_in, out_features=d_out, r=r, alpha=6, x=x)
+    initial, requires_grad = actual["initial"], actual["requires_grad"]
+    for name, shape in (("lora_A", (r, d_in)), ("lora_B", (d_out, r))):
+        expect(name in initial, f"LoRALinear must have an nn.Parameter named {name}; its parameters are {sorted(initial)}")
+        expect(tuple(initial[name].shape) == shape,
+               f"{name} has shape {list(initial[name].shape)}, expected {list(shape)} for in_features={d_in}, "
+               f"out_features={d_out}, r={r}")
+        expect(requires_grad[name], f"{name} must be trainable (requires_grad=True)")
+    expect(bool((initial["lora_B"] == 0).all()), "lora_B must start at zero, so that the layer starts as base(x)")
+    frozen = [name for name in initial if name not in ("lora_A", "lora_B") and requires_grad[name]]
+    expect(not frozen, f"the base layer must be frozen (requires_grad=False); trainable: {frozen}")
+    expect_equal(actual["trainable"], lora.lora_parameter_count(d_in, d_out, r),
+                 what="the number of trainable parameter elements of LoRALinear (r * (in_features + out_features))")
+
+
+@graded("test_lora_linear", points=1)
+@on_devices
+def test_lora_linear_initialises_A_kaiming_uniform(student, device):
+    d_in, d_out, r = 256, 8, 16
+    x = _lora_x(1, d_in, seed=6, device=device)
+    actual, _ = _lora(student, device, in_features=d_in, out_features=d_out, r=r, alpha=16, x=x)
+    a = actual["initial"].get("lora_A")
+    expect(a is not None and tuple(a.shape) == (r, d_in), "LoRALinear must have lora_A of shape [r, in_features]")
+    a = a.double().flatten().cpu()
+    bound = 1 / math.sqrt(d_in)
+    expect(bool((a.abs() <= bound * (1 + 1e-5)).all()),
+           f"lora_A has entries up to {float(a.abs().max()):.4f} in size; Kaiming-uniform with a = sqrt(5) draws "
+           f"from [-1/sqrt(in_features), 1/sqrt(in_features)] = ±{bound:.4f}")
+    n = a.numel()
+    # uniform on [-b, b]: mean 0 (sd b / sqrt(3n)), mean square b^2 / 3 (sd b^2 sqrt(4 / 45 / n)); 5-sigma bands
+    mean_square, mean = float((a ** 2).mean()), float(a.mean())
+    expect(abs(mean - 0.0) <= 5 * bound / math.sqrt(3 * n),
+           f"the entries of lora_A average {mean:.5f}; a uniform draw on ±{bound:.4f} averages 0")
+    expect(abs(mean_square - bound ** 2 / 3) <= 5 * bound ** 2 * math.sqrt(4 / 45 / n),
+           f"the mean square of lora_A is {mean_square:.3g}, expected {bound ** 2 / 3:.3g} for a uniform draw "
+           f"on ±{bound:.4f} (nn.init.kaiming_uniform_(A, a=math.sqrt(5)); A must be random, not zero)")
+
+
+@graded("test_lora_linear", points=1)
+@on_devices
+def test_lora_linear_forward_with_trained_weights(student, device):
+    for seed, (d_in, d_out, r, alpha, x_shape) in enumerate([(12, 7, 4, 8, (3, 12)), (6, 6, 2, 2, (2, 3, 6)),
+                                                             (9, 4, 8, 4, (1, 9))], start=10):
+        g = _gen(seed)
+        weights = dict(lora_A=torch.randn(r, d_in, generator=g).to(device),
+                       lora_B=torch.randn(d_out, r, generator=g).to(device))
+        x = _lora_x(*x_shape, seed=seed, device=device)
+        grad_output = torch.ones(*x_shape[:-1], d_out, device=device)
+        actual, expected = _lora(student, device, in_features=d_in, out_features=d_out, r=r, alpha=alpha, x=x,
+                                 seed=seed, grad_output=grad_output, **weights)
+        # tolerance: float32 rounding of three small matrix products
+        expect_close(actual["output"], expected["output"], atol=1e-5, rtol=1e-5,
+                     what=f"LoRALinear(r={r}, alpha={alpha}) with non-zero lora_A, lora_B "
+                          "(base(x) + (x A^T B^T) * alpha / r)")
+
+
+@graded("test_lora_linear", points=1)
+@on_devices
+def test_lora_linear_gradients_reach_only_A_and_B(student, device):
+    d_in, d_out, r, alpha = 8, 5, 2, 6
+    g = _gen(20)
+    weights = dict(lora_A=torch.randn(r, d_in, generator=g).to(device),
+                   lora_B=torch.randn(d_out, r, generator=g).to(device))
+    x = _lora_x(4, d_in, seed=21, device=device)
+    grad_output = torch.randn(4, d_out, generator=g).to(device)
+    actual, expected = _lora(student, device, in_features=d_in, out_features=d_out, r=r, alpha=alpha, x=x,
+                             grad_output=grad_output, **weights)
+    for name in ("lora_A", "lora_B"):
+        grad = actual["grads"].get(name)
+        expect(grad is not None, f"{name} received no gradient: it must take part in forward()")
+        # tolerance: float32 rounding
+        expect_close(grad, expected["grads"][name], atol=1e-5, rtol=1e-5, what=f"the gradient of {name}")
+    leaked = [name for name, grad in actual["grads"].items() if name not in ("lora_A", "lora_B") and grad is not None]
+    expect(not leaked, f"the frozen base received gradients ({leaked}); set requires_grad=False on its parameters")
+
+
+# =============================================================== lora_parameter_count (1)
+@graded("test_lora_parameter_count", points=1)
+def test_lora_parameter_count(student):
+    for d_in, d_out, r in [(768, 768, 16), (768, 3072, 8), (5, 3, 1), (4096, 1024, 64)]:
+        expect_equal(student.call(d_in, d_out, r), lora.lora_parameter_count(d_in, d_out, r),
+                     what=f"lora_parameter_count({d_in}, {d_out}, {r})")
+
+
+# =============================================================== apply_lora (2)
+def _apply_lora(student, device: str, kwargs: dict, *, seed: int, catch: bool = False):
+    reference, model = _classifier(device, seed=seed)
+    g = _gen(seed)
+    inputs = dict(input_ids=torch.randint(1, 64, (3, 8), generator=g), attention_mask=torch.ones(3, 8, dtype=torch.long))
+    actual = student.probe("apply_lora_run", model=reference, kwargs=kwargs, catch=catch, **inputs)
+    expected = item_probes.drive_apply_lora(lora.apply_lora, model, kwargs=kwargs, catch=catch, **inputs)
+    return actual, expected
+
+
+def _expect_same_adaptation(actual, expected, what: str) -> None:
+    expect(actual["returned_model"], f"{what} must return the model it was given (modified in place)")
+    expect(actual["lora_modules"] == expected["lora_modules"],
+           f"{what}: the layers with a LoRA adapter are {actual['lora_modules']}, expected {expected['lora_modules']}")
+    expect(actual["lora_shapes"] == expected["lora_shapes"], f"{what}: lora_A/lora_B have the wrong shapes "
+                                                             f"{actual['lora_shapes']}, expected {expected['lora_shapes']}")
+    classes = sorted(set(actual["class_names"].values()))
+    expect(classes in ([], ["LoRALinear"]), f"{what}: the adapted layers must be your LoRALinear, got {classes}")
+    expect(actual["trainable_outside_lora"] == expected["trainable_outside_lora"],
+           f"{what}: apart from lora_A/lora_B, the trainable parameters are {actual['trainable_outside_lora']}, "
+           f"expected {expected['trainable_outside_lora']} (freeze everything, then unfreeze trainable_names)")
+    expect(actual["lora_trainable"] and actual["frozen_inside_lora"] == expected["frozen_inside_lora"],
+           f"{what}: every lora_A/lora_B must be trainable and the wrapped base layers frozen")
+    expect_equal(actual["trainable"], expected["trainable"], what=f"{what}: the number of trainable elements")
+    # tolerance: float32 rounding; right after apply_lora the model computes what it computed before
+    expect_close(actual["logits_applied"], actual["logits_before"], atol=1e-6, rtol=1e-6,
+                 what=f"{what}: the logits right after adding the adapters (lora_B = 0: nothing changes)")
+    expect_close(actual["logits_adapted"], expected["logits_adapted"], atol=1e-5, rtol=1e-5,
+                 what=f"{what}: the logits once every lora_A/lora_B holds non-zero values (the adapters must be "
+                      "used in the forward pass, scaled by alpha / r)")
+
+
+@graded("test_apply_lora", points=1)
+@on_devices
+def test_apply_lora_adapts_query_and_value(student, device):
+    actual, expected = _apply_lora(student, device, {}, seed=0)
+    _expect_same_adaptation(actual, expected, "apply_lora(model) with its defaults (query and value, r=8, alpha=16)")
+
+
+@graded("test_apply_lora", points=1)
+@on_devices
+def test_apply_lora_other_targets_and_no_match(student, device):
+    kwargs = dict(target_names=["key", "dense"], r=2, alpha=4.0, trainable_names=["classifier"])
+    actual, expected = _apply_lora(student, device, kwargs, seed=1)
+    _expect_same_adaptation(actual, expected, "apply_lora(model, target_names=['key', 'dense'], r=2, alpha=4)")
+    actual, _ = _apply_lora(student, device, dict(target_names=["no_such_layer"]), seed=2, catch=True)
+    expect(_raised(actual) == "ValueError",
+           "apply_lora must raise ValueError when no nn.Linear matches target_names, "
+           + (f"it raised {_raised(actual)}" if _raised(actual) else "it returned normally"))
+
+
+# =============================================================== fine_tuning_footprint (2)
+@graded("test_fine_tuning_footprint", points=1)
+def test_fine_tuning_footprint_against_gpt3(student):
+    for energy in (1287.0, 1.5, 0.02):
+        _expect_dict_close(student.call(energy), arithmetic.fine_tuning_footprint(energy), rel=1e-9,
+                           what=f"fine_tuning_footprint({energy})")
+
+
+@graded("test_fine_tuning_footprint", points=1)
+def test_fine_tuning_footprint_other_reference_run(student):
+    reference_run = dict(ref_energy_mwh=50.0, ref_co2_tonnes=20.0, ref_cost_usd=1e5)
+    for energy in (5.0, 75.0):
+        _expect_dict_close(student.call(energy, **reference_run),
+                           arithmetic.fine_tuning_footprint(energy, **reference_run), rel=1e-9,
+                           what=f"fine_tuning_footprint({energy}, ref_energy_mwh=50, ref_co2_tonnes=20, "
+                                "ref_cost_usd=1e5)")

@@ -1,0 +1,443 @@
+"""Probes and fixture builders of the Week 6 hidden suites.
+
+Like ``probes`` and ``fixtures``, this is trusted instructor code that runs *inside*
+the worker, next to the student's namespace, and returns only plain data. It is
+kept apart from the sandbox's own modules because it knows about the assignment's
+items. The worker imports it at start-up; the grader imports it too, for two
+reasons: ``fixture(...)`` only accepts registered names, and the hidden tests run
+the same ``drive_*`` functions below with the *reference* implementation, so the
+student's code and the reference go through exactly the same steps.
+
+Nothing here may import ``autograder.reference`` (the reference is hidden from the
+sandbox). Randomness: a probe that needs a seeded global generator forks the RNG
+state, so it leaves the caller's generators as it found them.
+
+Fixtures (``fixture(name, **params)``):
+
+* ``decoder_lm(seed, device="cpu", vocab_size=96, hidden=32, layers=2, heads=4,
+  initializer_range=0.5)``: a seeded ``LlamaForCausalLM`` in eval mode. The
+  large initializer range gives peaked next-token distributions, so greedy and
+  beam search make clear choices (top logits several tenths apart) rather
+  than near-ties that rounding could flip.
+* ``bert_classifier(seed, device="cpu", vocab_size=64, hidden=32, layers=2,
+  heads=4, num_labels=3, dropout=0.0)``: a seeded
+  ``BertForSequenceClassification`` in eval mode.
+* ``bigram_lm(log_probs, device="cpu")``: a fake causal LM whose next-token
+  log-probabilities ([V, V] table, row = last token) depend on the last token
+  only, for hand-computed decoding cases.
+
+Probes (``student.probe(name, **params)``), each documented below:
+``seeded_call``,
+``raises``, ``train_epoch_run``, ``evaluate_run``, ``freeze_layers_run``,
+``lora_layer``, ``apply_lora_run``.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+from torch import nn
+
+from .fixtures import register_fixture, seeded
+from .probes import register_probe, student_definition
+
+MISSING = "__default__"  # a keyword the driver must leave out, so the function's default applies
+
+
+@contextlib.contextmanager
+def forked_rng(device: torch.device | str, seed: int | None) -> Iterator[None]:
+    """Seed the global generators of the CPU and of ``device`` (when CUDA) for a
+    block, restoring their states afterwards."""
+    device = torch.device(device)
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        if seed is not None:
+            torch.manual_seed(seed)
+        yield
+
+
+# --------------------------------------------------------------------- fixtures
+
+@register_fixture("decoder_lm")
+def decoder_lm(seed: int = 0, device: str = "cpu", vocab_size: int = 96, hidden: int = 32,
+               layers: int = 2, heads: int = 4, initializer_range: float = 0.5,
+               max_positions: int = 128):
+    """A seeded ``LlamaForCausalLM`` (eager attention, no bos/eos/pad in its
+    generation config, so only the ids a test passes mean anything), in eval mode."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
+                         num_hidden_layers=layers, num_attention_heads=heads,
+                         num_key_value_heads=heads, max_position_embeddings=max_positions,
+                         initializer_range=initializer_range, attn_implementation="eager",
+                         bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    with seeded(seed):
+        model = LlamaForCausalLM(config)
+    for name in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        setattr(model.generation_config, name, None)
+    return model.to(device).eval()
+
+
+@register_fixture("bert_classifier")
+def bert_classifier(seed: int = 0, device: str = "cpu", vocab_size: int = 64, hidden: int = 32,
+                    layers: int = 2, heads: int = 4, num_labels: int = 3, dropout: float = 0.0,
+                    max_positions: int = 64):
+    """A seeded ``BertForSequenceClassification`` (eager attention), in eval mode."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=heads, intermediate_size=2 * hidden,
+                        max_position_embeddings=max_positions, num_labels=num_labels,
+                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+                        attn_implementation="eager", pad_token_id=0)
+    with seeded(seed):
+        model = BertForSequenceClassification(config)
+    return model.to(device).eval()
+
+
+class BigramLM(nn.Module):
+    """A causal LM whose next-token log-probabilities depend on the last token only.
+
+    Called like a ``transformers`` model (``model(ids)``, ``model(input_ids=ids,
+    attention_mask=...)``); returns an object with ``.logits`` [B, T, V]. It has
+    a parameter (the table), so ``next(model.parameters()).device`` works.
+    """
+
+    def __init__(self, log_probs: torch.Tensor):
+        super().__init__()
+        self.table = nn.Parameter(log_probs.detach().clone(), requires_grad=False)
+        self.config = SimpleNamespace(vocab_size=log_probs.size(-1), is_encoder_decoder=False,
+                                      eos_token_id=None, pad_token_id=None, bos_token_id=None)
+
+    @property
+    def device(self) -> torch.device:
+        return self.table.device
+
+    def forward(self, input_ids=None, attention_mask=None, **unused):
+        return SimpleNamespace(logits=self.table[input_ids], past_key_values=None)
+
+
+@register_fixture("bigram_lm")
+def bigram_lm(log_probs: torch.Tensor, device: str = "cpu"):
+    return BigramLM(log_probs).to(device).eval()
+
+
+# --------------------------------------------------------------------- probes
+
+@register_probe("seeded_call")
+def seeded_call(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """Call a student function with a ``torch.Generator`` built here (a generator
+    cannot cross the boundary).
+
+    params: ``name`` (the function), ``args`` (list, default []), ``kwargs`` (dict,
+    default {}), ``seed`` (int), ``device`` (of the generator, default "cpu"),
+    ``generator_kwarg`` (default "generator"), ``repeat`` (default 1: the number
+    of calls, all drawing from the one generator, so consecutive calls continue
+    its stream), ``stack`` (default False: when every result is a tensor of one
+    shape, return them stacked along a new first dimension, which crosses the
+    boundary much faster than thousands of small tensors).
+
+    Returns ``{"values": [result of each call] (or their stack), "stacked": bool,
+    "args_after": args after the calls}`` (to check that the function did not
+    modify its inputs).
+    """
+    function = student_definition(namespace, params["name"])
+    args, kwargs = list(params.get("args", [])), dict(params.get("kwargs", {}))
+    generator = torch.Generator(device=params.get("device", "cpu")).manual_seed(params["seed"])
+    kwargs[params.get("generator_kwarg", "generator")] = generator
+    values = [function(*args, **kwargs) for _ in range(params.get("repeat", 1))]
+    stackable = (params.get("stack", False) and all(type(v) is torch.Tensor for v in values)
+                 and len({(v.shape, v.dtype, v.device) for v in values}) == 1)
+    return {"values": torch.stack(values) if stackable else values, "stacked": bool(stackable), "args_after": args}
+
+
+@register_probe("raises")
+def raises(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """Call ``params["name"](*args, **kwargs)`` and report what it raised.
+
+    Returns ``{"raised": exception type name or None, "message": str}``; the
+    return value of a call that did not raise is dropped.
+    """
+    function = student_definition(namespace, params["name"])
+    try:
+        function(*params.get("args", []), **params.get("kwargs", {}))
+    except Exception as err:  # noqa: BLE001 - the point is to see which one
+        return {"raised": type(err).__name__, "message": str(err)[:300]}
+    return {"raised": None, "message": ""}
+
+
+def _guard(catch: bool, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    if not catch:
+        return run()
+    try:
+        return run()
+    except Exception as err:  # noqa: BLE001
+        return {"raised": type(err).__name__, "message": str(err)[:300]}
+
+
+# -- fine-tuning loop
+
+def drive_train_epoch(train_epoch: Callable, model: nn.Module, batches: list[dict[str, torch.Tensor]], *,
+                      lr: float = 0.1, momentum: float = 0.0, max_grad_norm: Any = MISSING,
+                      warmup_steps: int | None = None, total_steps: int | None = None,
+                      seed: int = 0, start_mode: str = "eval", catch: bool = False) -> dict[str, Any]:
+    """One epoch of ``train_epoch`` with SGD on ``model``, recorded.
+
+    The model is put in ``start_mode`` first; the global generators are seeded
+    with ``seed`` (dropout) and restored afterwards. With ``warmup_steps`` and
+    ``total_steps`` a ``LambdaLR`` with the linear warm-up/decay schedule is
+    passed as the scheduler. ``max_grad_norm=MISSING`` leaves the keyword out.
+
+    Returns ``{"loss": what train_epoch returned, "parameters": {name: tensor}
+    after the epoch, "training": model.training afterwards, "lrs": [learning
+    rate at each optimizer.step()], "grad_norms": [global gradient L2 norm at
+    each optimizer.step()]}``, or ``{"raised": ...}`` when ``catch`` and it raised.
+    """
+    def run() -> dict[str, Any]:
+        device = next(model.parameters()).device
+        model.train(start_mode == "train")
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+        lrs: list[float] = []
+        grad_norms: list[float] = []
+
+        def record(optimizer, args, kwargs) -> None:  # runs before every optimizer.step()
+            lrs.append(float(optimizer.param_groups[0]["lr"]))
+            grads = [p.grad.detach().double().norm() for p in model.parameters() if p.grad is not None]
+            grad_norms.append(float(torch.stack(grads).norm()) if grads else 0.0)
+
+        optimizer.register_step_pre_hook(record)
+        scheduler = None
+        if warmup_steps is not None:
+            def multiplier(step: int) -> float:
+                if step < warmup_steps:
+                    return step / max(1, warmup_steps)
+                return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+            scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)
+        kwargs = {} if max_grad_norm == MISSING else {"max_grad_norm": max_grad_norm}
+        with forked_rng(device, seed):
+            loss = train_epoch(model, batches, optimizer, scheduler, **kwargs)
+        return {
+            "loss": loss,
+            "parameters": {name: p.detach() for name, p in model.named_parameters()},
+            "training": bool(model.training),
+            "lrs": lrs,
+            "grad_norms": grad_norms,
+        }
+    return _guard(catch, run)
+
+
+@register_probe("train_epoch_run")
+def train_epoch_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """``drive_train_epoch`` with the student's ``train_epoch``.
+
+    params: ``model`` (a fixture reference), ``batches`` (list of dicts of
+    tensors: the loader), and the keywords of ``drive_train_epoch``.
+    """
+    params = dict(params)
+    model, batches = params.pop("model"), params.pop("batches")
+    return drive_train_epoch(student_definition(namespace, params.pop("name", "train_epoch")),
+                             model, batches, **params)
+
+
+def drive_evaluate(evaluate: Callable, model: nn.Module, batches: list[dict[str, torch.Tensor]], *,
+                   start_mode: str = "train", seed: int = 0, catch: bool = False) -> dict[str, Any]:
+    """``evaluate(model, batches)`` after putting the model in ``start_mode``.
+
+    Returns ``{"accuracy": what evaluate returned, "training": model.training
+    afterwards}`` (or ``{"raised": ...}`` when ``catch``)."""
+    def run() -> dict[str, Any]:
+        model.train(start_mode == "train")
+        with forked_rng(next(model.parameters()).device, seed):
+            accuracy = evaluate(model, batches)
+        return {"accuracy": accuracy, "training": bool(model.training)}
+    return _guard(catch, run)
+
+
+@register_probe("evaluate_run")
+def evaluate_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """``drive_evaluate`` with the student's ``evaluate``. params: ``model``
+    (fixture reference), ``batches``, ``start_mode``, ``seed``, ``catch``."""
+    params = dict(params)
+    model, batches = params.pop("model"), params.pop("batches")
+    return drive_evaluate(student_definition(namespace, params.pop("name", "evaluate")),
+                          model, batches, **params)
+
+
+def drive_freeze_layers(freeze_layers: Callable, model: nn.Module, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """Apply ``freeze_layers`` once per entry of ``calls``, in order, to one model.
+
+    Each call is ``{"num_layers": n, "freeze_embeddings": bool (optional; left
+    out when absent), "target": "model" | "base" (the BertModel inside)}``.
+
+    Returns ``{"returned": [what each call returned], "requires_grad": {name:
+    bool} after the last call, "weights_unchanged": bool, "training":
+    model.training afterwards}``.
+    """
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    returned = []
+    for call in calls:
+        target = model.base_model if call.get("target", "model") == "base" else model
+        kwargs = {"freeze_embeddings": call["freeze_embeddings"]} if "freeze_embeddings" in call else {}
+        returned.append(freeze_layers(target, call["num_layers"], **kwargs))
+    named = dict(model.named_parameters())
+    return {
+        "returned": returned,
+        "requires_grad": {name: bool(p.requires_grad) for name, p in named.items()},
+        "weights_unchanged": all(name in named and torch.equal(named[name].detach(), value)
+                                 for name, value in before.items()),
+        "training": bool(model.training),
+    }
+
+
+@register_probe("freeze_layers_run")
+def freeze_layers_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """``drive_freeze_layers`` with the student's ``freeze_layers``. params:
+    ``model`` (fixture reference), ``calls``."""
+    return drive_freeze_layers(student_definition(namespace, params.get("name", "freeze_layers")),
+                               params["model"], params["calls"])
+
+
+# -- LoRA
+
+def drive_lora_layer(cls: type, *, in_features: int, out_features: int, r: int, alpha: float,
+                     x: torch.Tensor, device: str = "cpu", seed: int = 0, init_seed: int = 1,
+                     lora_A: torch.Tensor | None = None, lora_B: torch.Tensor | None = None,
+                     grad_output: torch.Tensor | None = None) -> dict[str, Any]:
+    """Wrap a seeded ``nn.Linear`` (on ``device``) in ``cls(base, r, alpha)`` and run it.
+
+    The new layer's own initialisation draws from the global generators seeded
+    with ``init_seed``. Then ``initial_output = layer(x)``; when ``lora_A`` and
+    ``lora_B`` are given they are copied into the layer's ``lora_A``/``lora_B``,
+    ``output = layer(x)`` and ``(output * grad_output).sum()`` is
+    back-propagated.
+
+    Returns (detached copies): ``initial_output``, ``output`` and ``grads``
+    ({name: gradient or None}, when weights were given); ``base_output`` (the
+    seeded base layer's output before wrapping); ``initial`` ({name: tensor} of
+    the parameters right after construction); ``requires_grad`` ({name: bool});
+    ``trainable`` (number of trainable scalars); ``keeps_base`` (the layer holds
+    the very base module it was given, as ``.base``); ``base_unchanged`` (the
+    base's weight and bias still hold their values).
+    """
+    with seeded(seed):
+        base = nn.Linear(in_features, out_features)
+    base = base.to(device)
+    base_weight, base_bias = base.weight.detach().clone(), base.bias.detach().clone()
+    with torch.no_grad():
+        base_output = base(x)
+    with forked_rng(device, init_seed):
+        layer = cls(base, r, alpha)
+    named = dict(layer.named_parameters())
+    result: dict[str, Any] = {
+        "base_output": base_output,
+        "initial": {name: p.detach().clone() for name, p in named.items()},
+        "requires_grad": {name: bool(p.requires_grad) for name, p in named.items()},
+        "trainable": int(sum(p.numel() for p in named.values() if p.requires_grad)),
+        "keeps_base": getattr(layer, "base", None) is base,
+    }
+    with torch.no_grad():
+        result["initial_output"] = layer(x).detach()
+    if lora_A is not None and lora_B is not None:
+        for name, value in (("lora_A", lora_A), ("lora_B", lora_B)):
+            mine = getattr(layer, name, None)
+            if not isinstance(mine, nn.Parameter) or mine.shape != value.shape:
+                found = "missing" if mine is None else f"of shape {list(getattr(mine, 'shape', []))}"
+                raise AttributeError(f"the layer's {name} is {found}; expected an nn.Parameter of shape "
+                                     f"{list(value.shape)}")
+        with torch.no_grad():
+            layer.lora_A.copy_(lora_A)
+            layer.lora_B.copy_(lora_B)
+        output = layer(x)
+        if output.requires_grad:
+            (output * grad_output).sum().backward()
+        result["output"] = output.detach()
+        result["grads"] = {name: (None if p.grad is None else p.grad.detach())
+                           for name, p in layer.named_parameters()}
+    result["base_unchanged"] = bool(torch.equal(base.weight.detach(), base_weight)
+                                    and torch.equal(base.bias.detach(), base_bias))
+    return result
+
+
+@register_probe("lora_layer")
+def lora_layer(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """``drive_lora_layer`` with the student's class (``class_name``, default
+    "LoRALinear"); params are the driver's keywords."""
+    params = dict(params)
+    cls = student_definition(namespace, params.pop("class_name", "LoRALinear"))
+    return drive_lora_layer(cls, **params)
+
+
+def _lora_modules(model: nn.Module) -> dict[str, nn.Module]:
+    """Modules that carry LoRA weights, by dotted name (what ``apply_lora`` added)."""
+    return {name: module for name, module in model.named_modules()
+            if isinstance(getattr(module, "lora_A", None), nn.Parameter)
+            and isinstance(getattr(module, "lora_B", None), nn.Parameter)}
+
+
+def drive_apply_lora(apply_lora: Callable, model: nn.Module, *, input_ids: torch.Tensor,
+                     attention_mask: torch.Tensor, kwargs: dict[str, Any], init_seed: int = 1,
+                     weights_seed: int = 2, catch: bool = False) -> dict[str, Any]:
+    """``apply_lora(model, **kwargs)`` on a BERT classifier, then a look inside.
+
+    The logits on (``input_ids``, ``attention_mask``) are taken before, right
+    after (LoRA starts as the identity), and after every LoRA module got new
+    ``lora_A``/``lora_B`` values drawn from a generator seeded with
+    ``weights_seed``, in the order of the modules' sorted names and shapes (so
+    the same values land in the same places for any correct implementation).
+
+    Returns ``{"returned_model": apply_lora returned the model itself,
+    "lora_modules": sorted names of the modules with lora_A/lora_B,
+    "lora_shapes": {module: [shape of A, shape of B]}, "class_names": {module:
+    class name}, "trainable_outside_lora": sorted names of trainable parameters
+    not in a LoRA module, "lora_trainable": every lora_A/lora_B is trainable,
+    "frozen_inside_lora": no other parameter of a LoRA module is trainable,
+    "trainable": number of trainable scalars, "logits_before", "logits_applied",
+    "logits_adapted"}``, or ``{"raised": ...}`` when ``catch`` and it raised.
+    """
+    def run() -> dict[str, Any]:
+        device = next(model.parameters()).device
+        ids, mask = input_ids.to(device), attention_mask.to(device)
+        with torch.no_grad():
+            before = model(input_ids=ids, attention_mask=mask).logits
+        with forked_rng(device, init_seed):
+            returned = apply_lora(model, **kwargs)
+        with torch.no_grad():
+            applied = model(input_ids=ids, attention_mask=mask).logits
+        modules = _lora_modules(model)
+        names = sorted(modules)
+        generator = torch.Generator().manual_seed(weights_seed)
+        with torch.no_grad():
+            for name in names:
+                for weight in (modules[name].lora_A, modules[name].lora_B):
+                    weight.copy_(0.2 * torch.randn(weight.shape, generator=generator))
+            adapted = model(input_ids=ids, attention_mask=mask).logits
+        in_lora = {f"{name}.{param}" for name in names for param, _ in modules[name].named_parameters()}
+        trainable = {name for name, p in model.named_parameters() if p.requires_grad}
+        lora_weights = {f"{name}.{w}" for name in names for w in ("lora_A", "lora_B")}
+        return {
+            "returned_model": returned is model,
+            "lora_modules": names,
+            "lora_shapes": {name: [list(modules[name].lora_A.shape), list(modules[name].lora_B.shape)]
+                            for name in names},
+            "class_names": {name: type(modules[name]).__name__ for name in names},
+            "trainable_outside_lora": sorted(trainable - in_lora),
+            "lora_trainable": lora_weights <= trainable,
+            "frozen_inside_lora": not ((in_lora - lora_weights) & trainable),
+            "trainable": int(sum(p.numel() for p in model.parameters() if p.requires_grad)),
+            "logits_before": before,
+            "logits_applied": applied,
+            "logits_adapted": adapted,
+        }
+    return _guard(catch, run)
+
+
+@register_probe("apply_lora_run")
+def apply_lora_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """``drive_apply_lora`` with the student's ``apply_lora``. params: ``model``
+    (fixture reference) and the driver's keywords."""
+    params = dict(params)
+    model = params.pop("model")
+    return drive_apply_lora(student_definition(namespace, params.pop("name", "apply_lora")), model, **params)

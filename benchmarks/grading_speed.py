@@ -1,0 +1,131 @@
+"""Grading speed: this grader vs stock ``nbgrader autograde``, and a class of N.
+
+    .venv/bin/python benchmarks/grading_speed.py [--class-sizes 10 25 50] [--jobs 2]
+
+All runs use the same sample submission (the full solution of
+``part_b_bert_gpt``, from ``data/sample_submissions``), on this machine, in one
+run, and print side by side:
+
+1. stock nbgrader: ``nbgrader autograde`` with nbgrader's own preprocessors, i.e.
+   the student's notebook executed top to bottom in a Jupyter kernel with the
+   tests in it (experiments in fast mode, ``WEEK6_FAST=1``, to be kind to it);
+2. this grader: ``python -m autograder grade`` on the same notebook, one job;
+3. classes of N copies of that submission with ``--jobs J``, to show the time
+   per submission and that the total grows linearly with the class.
+
+It prints a table and writes ``benchmarks/results/grading_speed.json``. It is a
+benchmark, not a test: nothing here asserts a time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample_submissions" / "alice_full_solution" / "week6" / "part_b_bert_gpt.ipynb"
+RESULTS = REPO / "benchmarks" / "results" / "grading_speed.json"
+STOCK_CONFIG = """c = get_config()
+c.CourseDirectory.course_id = "bench"
+c.CourseDirectory.source_directory = "source"
+c.CourseDirectory.release_directory = "release"
+c.Execute.timeout = 900
+"""
+
+
+def env() -> dict[str, str]:
+    environment = dict(os.environ, WEEK6_FAST="1", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+                       TRANSFORMERS_OFFLINE="1")
+    environment["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), environment.get("PATH", "")])
+    return environment
+
+
+def timed(command: list[str], cwd: Path) -> float:
+    started = time.perf_counter()
+    result = subprocess.run(command, cwd=cwd, env=env(), capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    return elapsed
+
+
+def stock_nbgrader(scratch: Path, submissions: int) -> float:
+    """Seconds per submission for stock, in-kernel ``nbgrader autograde``."""
+    root = scratch / "stock"
+    shutil.copytree(REPO / "solutions" / "week6", root / "source" / "week6",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "nbgrader_config.py").write_text(STOCK_CONFIG)
+    nbgrader = [sys.executable, "-m", "nbgrader"]
+    timed(nbgrader + ["generate_assignment", "week6", "--force"], root)
+    for index in range(submissions):
+        target = root / "submitted" / f"student{index:02d}" / "week6"
+        target.mkdir(parents=True)
+        shutil.copy(SAMPLE, target)
+        # The stock kernel imports week6_helpers from the notebook's folder.
+        shutil.copytree(REPO / "solutions" / "week6" / "week6_helpers", target / "week6_helpers",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return timed(nbgrader + ["autograde", "week6", "--create", "--force"], root) / submissions
+
+
+def this_grader(scratch: Path, students: int, jobs: int) -> float:
+    """Total seconds for ``python -m autograder grade`` on ``students`` copies."""
+    tree = scratch / f"class{students}"
+    for index in range(students):
+        target = tree / f"student{index:03d}" / "week6"
+        target.mkdir(parents=True)
+        shutil.copy(SAMPLE, target)
+    command = [sys.executable, "-m", "autograder", "grade", str(tree), "--jobs", str(jobs),
+               "--out", str(scratch / f"grades{students}"), "--device", "cpu"]
+    return timed(command, REPO)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--class-sizes", type=int, nargs="+", default=[10, 25, 50])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--stock-submissions", type=int, default=2)
+    args = parser.parse_args(argv)
+    if not SAMPLE.is_file():
+        raise SystemExit(f"missing {SAMPLE}: run python data/sample_submissions/build.py")
+
+    results: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
+                     "sample": str(SAMPLE.relative_to(REPO)), "jobs": args.jobs}
+    with tempfile.TemporaryDirectory(prefix="grading-bench-") as scratch:
+        scratch = Path(scratch)
+        print("stock nbgrader autograde (in-kernel) ...", flush=True)
+        results["stock_nbgrader_s_per_submission"] = round(stock_nbgrader(scratch, args.stock_submissions), 2)
+        print("this grader, one submission, one job ...", flush=True)
+        results["this_grader_s_per_submission"] = round(this_grader(scratch, 1, 1), 2)
+        results["classes"] = []
+        for size in args.class_sizes:
+            print(f"this grader, class of {size}, --jobs {args.jobs} ...", flush=True)
+            total = this_grader(scratch, size, args.jobs)
+            results["classes"].append({"students": size, "total_s": round(total, 1),
+                                       "s_per_submission": round(total / size, 2)})
+
+    speedup = results["stock_nbgrader_s_per_submission"] / results["this_grader_s_per_submission"]
+    results["speedup_vs_stock"] = round(speedup, 2)
+    print()
+    print(f"{'grader':38} {'seconds per submission':>24}")
+    print(f"{'stock nbgrader autograde (in-kernel)':38} {results['stock_nbgrader_s_per_submission']:>24.2f}")
+    print(f"{'this grader (sandboxed), 1 job':38} {results['this_grader_s_per_submission']:>24.2f}")
+    print(f"speed-up: {speedup:.1f}x")
+    print()
+    print(f"{'class size':>10} {'total s':>10} {'s / submission':>16}   (--jobs {args.jobs})")
+    for row in results["classes"]:
+        print(f"{row['students']:>10} {row['total_s']:>10.1f} {row['s_per_submission']:>16.2f}")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwritten to {RESULTS.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
