@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.reference import arithmetic, scoring
+from autograder.reference import answers, arithmetic, scoring
 from autograder.sandbox import item_probes  # noqa: F401  (registers the fixtures used below)
 from autograder.sandbox.fixtures import build_fixture, fixture
 from autograder.suite import expect, expect_close, expect_equal, expect_number, expect_tensor, graded, on_devices
@@ -139,3 +139,58 @@ def test_pretraining_costs_when_sharing_costs_more(student):
 def test_pretraining_costs_other_settings(student):
     for args in [(1000, 12.5, 4000.0, 0.25), (7, 3.0, 21.0, 0.0), (50, 4.6e6, 4.6e6, 4.6e3)]:
         _expect_costs(student, args, f"pretraining_costs{args}")
+
+
+# ------------------------------------------------------------------ answer constants
+def _answers_of(student, name: str, keys) -> dict:
+    value = student.value(name)
+    expect(type(value) is dict, f"{name} must be a dict, got {type(value).__name__}")
+    missing = sorted(set(keys) - set(value))
+    expect(not missing, f"{name} lacks the keys {missing}")
+    return value
+
+
+def _wrong(name: str, given: dict, keys) -> list[str]:
+    accepted = answers.accepted
+
+    return [key for key in keys if given.get(key) not in accepted(name, key)]
+
+
+@graded("test_spanish_reuse", points=1)
+def test_spanish_reuse_what_transfers(student):
+    SPANISH_REUSE = answers.SPANISH_REUSE
+
+    keys = [k for k, v in SPANISH_REUSE.items() if v == "reuse"]
+    given = _answers_of(student, "SPANISH_REUSE", SPANISH_REUSE)
+    wrong = _wrong("SPANISH_REUSE", given, keys)
+    expect(not wrong, f"{len(wrong)} of the {len(keys)} items an English speaker can reuse are marked otherwise")
+
+
+@graded("test_spanish_reuse", points=1)
+def test_spanish_reuse_what_is_new(student):
+    SPANISH_REUSE = answers.SPANISH_REUSE
+
+    keys = [k for k, v in SPANISH_REUSE.items() if v == "learn"]
+    given = _answers_of(student, "SPANISH_REUSE", SPANISH_REUSE)
+    wrong = _wrong("SPANISH_REUSE", given, keys)
+    expect(not wrong, f"{len(wrong)} of the {len(keys)} items that must be learned fresh are marked otherwise")
+
+
+@graded("test_task_categories", points=1)
+def test_task_categories_general_skills(student):
+    TASK_CATEGORIES = answers.TASK_CATEGORIES
+
+    keys = [k for k, v in TASK_CATEGORIES.items() if v == "general"]
+    given = _answers_of(student, "TASK_CATEGORIES", TASK_CATEGORIES)
+    wrong = _wrong("TASK_CATEGORIES", given, keys)
+    expect(not wrong, f"{len(wrong)} general skill(s) are marked otherwise: ask whether every text needs it")
+
+
+@graded("test_task_categories", points=1)
+def test_task_categories_specific_skills(student):
+    TASK_CATEGORIES = answers.TASK_CATEGORIES
+
+    keys = [k for k, v in TASK_CATEGORIES.items() if v == "specific"]
+    given = _answers_of(student, "TASK_CATEGORIES", TASK_CATEGORIES)
+    wrong = _wrong("TASK_CATEGORIES", given, keys)
+    expect(not wrong, f"{len(wrong)} domain-specific skill(s) are marked otherwise")

@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from autograder.reference import arithmetic, finetuning, lora
+from autograder.reference import answers, arithmetic, finetuning, lora
 from autograder.sandbox import item_probes
 from autograder.sandbox.fixtures import build_fixture, fixture
 from autograder.suite import expect, expect_close, expect_equal, expect_number, graded, on_devices
@@ -451,3 +451,107 @@ def test_fine_tuning_footprint_other_reference_run(student):
                            arithmetic.fine_tuning_footprint(energy, **reference_run), rel=1e-9,
                            what=f"fine_tuning_footprint({energy}, ref_energy_mwh=50, ref_co2_tonnes=20, "
                                 "ref_cost_usd=1e5)")
+
+
+# ------------------------------------------------------------------ answer constants (B4, B5)
+def _constant(student, name: str) -> dict:
+    value = student.value(name)
+    expect(type(value) is dict, f"{name} must be a dict, got {type(value).__name__}")
+    return value
+
+
+def _mismatches(name: str, given: dict, keys) -> list[str]:
+    return [key for key in keys if given.get(key) not in answers.accepted(name, key)]
+
+
+@graded("test_architecture_table", points=1)
+def test_architecture_table_bert_and_gpt(student):
+    table = _constant(student, "ARCHITECTURE_TABLE")
+    for model in ("BERT", "GPT"):
+        row = table.get(model)
+        expect(type(row) is dict, f"ARCHITECTURE_TABLE[{model!r}] must be a dict")
+        wrong = [c for c, v in answers.ARCHITECTURE_TABLE[model].items() if row.get(c) != v]
+        expect(not wrong, f"ARCHITECTURE_TABLE[{model!r}]: {', '.join(wrong)} not right yet")
+
+
+@graded("test_architecture_table", points=1)
+def test_architecture_table_t5(student):
+    row = _constant(student, "ARCHITECTURE_TABLE").get("T5")
+    expect(type(row) is dict, "ARCHITECTURE_TABLE['T5'] must be a dict")
+    wrong = [c for c, v in answers.ARCHITECTURE_TABLE["T5"].items() if row.get(c) != v]
+    expect(not wrong, f"ARCHITECTURE_TABLE['T5']: {', '.join(wrong)} not right yet")
+
+
+@graded("test_model_for_task", points=1)
+def test_model_for_task_understanding(student):
+    given = _constant(student, "MODEL_FOR_TASK")
+    wrong = _mismatches("MODEL_FOR_TASK", given, ["sentiment analysis", "named entity recognition"])
+    expect(not wrong, f"MODEL_FOR_TASK: reconsider {wrong} (a label per input or per token)")
+
+
+@graded("test_model_for_task", points=1)
+def test_model_for_task_generation_and_qa(student):
+    given = _constant(student, "MODEL_FOR_TASK")
+    wrong = _mismatches("MODEL_FOR_TASK", given, ["text generation", "question answering"])
+    expect(not wrong, f"MODEL_FOR_TASK: reconsider {wrong}")
+
+
+@graded("test_model_for_task", points=1)
+def test_model_for_task_sequence_to_sequence(student):
+    given = _constant(student, "MODEL_FOR_TASK")
+    wrong = _mismatches("MODEL_FOR_TASK", given, ["translation", "summarization"])
+    expect(not wrong, f"MODEL_FOR_TASK: reconsider {wrong} (a whole input becomes a new output text)")
+
+
+def _in_range(config: dict, key: str) -> bool:
+    low, high = answers.FINETUNE_RANGES[key]
+    value = config.get(key)
+    return type(value) in (int, float) and low <= value <= high
+
+
+@graded("test_finetune_config", points=1)
+def test_finetune_config_learning_rate_and_warmup(student):
+    config = _constant(student, "FINETUNE_CONFIG")
+    for key in ("learning_rate", "warmup_ratio"):
+        low, high = answers.FINETUNE_RANGES[key]
+        expect(_in_range(config, key), f"FINETUNE_CONFIG[{key!r}] = {config.get(key)!r} is outside the sound "
+                                       f"range for fine-tuning a pre-trained encoder [{low:g}, {high:g}]")
+
+
+@graded("test_finetune_config", points=1)
+def test_finetune_config_batch_and_epochs(student):
+    config = _constant(student, "FINETUNE_CONFIG")
+    for key in ("per_device_train_batch_size", "num_train_epochs"):
+        low, high = answers.FINETUNE_RANGES[key]
+        expect(type(config.get(key)) is int, f"FINETUNE_CONFIG[{key!r}] must be an int")
+        expect(_in_range(config, key), f"FINETUNE_CONFIG[{key!r}] = {config.get(key)!r} is outside [{low}, {high}]")
+
+
+@graded("test_finetune_config", points=1)
+def test_finetune_config_regularisation(student):
+    config = _constant(student, "FINETUNE_CONFIG")
+    low, high = answers.FINETUNE_RANGES["weight_decay"]
+    expect(_in_range(config, "weight_decay"), f"FINETUNE_CONFIG['weight_decay'] is outside [{low:g}, {high:g}]")
+    expect(type(config.get("freeze_embeddings")) is bool, "FINETUNE_CONFIG['freeze_embeddings'] must be True or False")
+
+
+@graded("test_generation_settings", points=1)
+def test_generation_settings_greedy_and_sampling(student):
+    settings = _constant(student, "GENERATION_SETTINGS")
+    greedy, sampling = settings.get("greedy"), settings.get("sampling")
+    expect(type(greedy) is dict and type(sampling) is dict, "GENERATION_SETTINGS needs dicts for greedy and sampling")
+    expect(greedy.get("do_sample", False) is False and greedy.get("num_beams", 1) == 1,
+           "greedy decoding neither samples nor keeps several beams")
+    temperature = sampling.get("temperature", 1.0)
+    expect(sampling.get("do_sample") is True, "sampling needs do_sample=True")
+    expect(type(temperature) in (int, float) and 0 < temperature <= 2,
+           f"a sampling temperature of {temperature!r} is outside (0, 2]")
+
+
+@graded("test_generation_settings", points=1)
+def test_generation_settings_beam(student):
+    beam = _constant(student, "GENERATION_SETTINGS").get("beam")
+    expect(type(beam) is dict, "GENERATION_SETTINGS['beam'] must be a dict")
+    beams = beam.get("num_beams")
+    expect(type(beams) is int and 2 <= beams <= 10, f"beam search needs num_beams in [2, 10], got {beams!r}")
+    expect(beam.get("do_sample", False) is False, "plain beam search does not sample")

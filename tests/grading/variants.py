@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder.reference import (
+    answers,
     arithmetic,
     attention,
     decoding,
@@ -431,6 +432,20 @@ def top_k_by_sorting(logits, k):
 
 
 # ================================================================ the tables
+# ------------------------------------------------------------------ wrong answer constants
+def _edited(constant: dict, **changes) -> dict:
+    return {**constant, **changes}
+
+
+SPANISH_REUSE_ALL_REUSE = {item: "reuse" for item in answers.SPANISH_REUSE}
+TASK_CATEGORIES_ALL_GENERAL = {task: "general" for task in answers.TASK_CATEGORIES}
+ARCHITECTURE_TABLE_T5_AS_DECODER = _edited(
+    answers.ARCHITECTURE_TABLE, T5={**answers.ARCHITECTURE_TABLE["T5"], "architecture": "decoder"})
+MODEL_FOR_TASK_ALL_BERT = {task: "BERT" for task in answers.MODEL_FOR_TASK}
+FINETUNE_CONFIG_FROM_SCRATCH_LR = _edited(answers.FINETUNE_CONFIG, learning_rate=1e-2)
+GENERATION_SETTINGS_ONE_BEAM = _edited(answers.GENERATION_SETTINGS, beam={"do_sample": False, "num_beams": 1})
+
+
 MUTANTS: dict[str, list[dict[str, object]]] = {
     # Rounds per notebook: in one round every mutated name belongs to a different cell.
     "part_b_bert_gpt": [
@@ -451,7 +466,9 @@ MUTANTS: dict[str, list[dict[str, object]]] = {
         {"linear_warmup_decay": schedule_without_warmup, "freeze_layers": freeze_keeps_embeddings_trainable,
          "train_epoch": train_epoch_without_zero_grad, "evaluate": evaluate_mean_of_batches,
          "LoRALinear": LoRALinearRandomB, "lora_parameter_count": lora_parameter_count_full,
-         "apply_lora": apply_lora_frozen_head, "fine_tuning_footprint": footprint_inverted_savings},
+         "apply_lora": apply_lora_frozen_head, "fine_tuning_footprint": footprint_inverted_savings,
+         "ARCHITECTURE_TABLE": ARCHITECTURE_TABLE_T5_AS_DECODER, "MODEL_FOR_TASK": MODEL_FOR_TASK_ALL_BERT,
+         "FINETUNE_CONFIG": FINETUNE_CONFIG_FROM_SCRATCH_LR, "GENERATION_SETTINGS": GENERATION_SETTINGS_ONE_BEAM},
         {"freeze_layers": freeze_without_reset, "train_epoch": train_epoch_without_clipping,
          "evaluate": evaluate_without_eval_mode, "LoRALinear": LoRALinearScaledByAlpha},
         {"train_epoch": train_epoch_scheduler_per_epoch},
@@ -462,7 +479,8 @@ MUTANTS: dict[str, list[dict[str, object]]] = {
     ],
     "part_a_discovery": [
         {"sequence_logprob": sequence_logprob_unshifted, "top_k_next_tokens": top_k_returns_logits,
-         "pretraining_costs": pretraining_costs_fraction_of_shared},
+         "pretraining_costs": pretraining_costs_fraction_of_shared,
+         "SPANISH_REUSE": SPANISH_REUSE_ALL_REUSE, "TASK_CATEGORIES": TASK_CATEGORIES_ALL_GENERAL},
     ],
 }
 
@@ -476,7 +494,10 @@ ALTERNATIVES: dict[str, dict[str, object]] = {
 }
 
 # The cell that grades each student name (grade cell = "test_" + solution cell name).
-CELL_OF = {"CAT_NEXT_WORD_PROBS": "test_cat_next_word_probs", "LoRALinear": "test_lora_linear"}
+CELL_OF = {"CAT_NEXT_WORD_PROBS": "test_cat_next_word_probs", "LoRALinear": "test_lora_linear",
+           "SPANISH_REUSE": "test_spanish_reuse", "TASK_CATEGORIES": "test_task_categories",
+           "ARCHITECTURE_TABLE": "test_architecture_table", "MODEL_FOR_TASK": "test_model_for_task",
+           "FINETUNE_CONFIG": "test_finetune_config", "GENERATION_SETTINGS": "test_generation_settings"}
 
 
 def cell_of(name: str) -> str:

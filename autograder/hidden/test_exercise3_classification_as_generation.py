@@ -1,0 +1,186 @@
+"""Hidden tests of exercise3_classification_as_generation.ipynb: the prompt, the
+label log-probabilities, and batched classification with a causal LM.
+
+``classify_by_generation`` runs inside the sandbox on a seeded tiny Llama
+(``decoder_lm``) with a small word-level tokenizer (``prompt_tokenizer``, padding
+on the right by default, like SmolLM2's); both are built from the same parameters
+here for the reference. Predictions are compared only for reviews where the
+reference's two label log-probabilities, computed one review at a time without
+padding, differ by more than ``CLEAR_MARGIN``, so that rounding differences
+between correct implementations (left padding, right padding read at the last
+real token, other batch sizes) cannot flip a prediction.
+"""
+from __future__ import annotations
+
+import random
+
+import torch
+
+from autograder.reference import exercises
+from autograder.sandbox import exercise_probes
+from autograder.sandbox.fixtures import build_fixture, fixture
+from autograder.suite import expect, expect_close, expect_equal, expect_tensor, graded, on_devices
+
+CLEAR_MARGIN = 1e-3
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# =============================================================== build_prompt (2)
+def _expect_same_text(actual, expected: str, what: str) -> None:
+    expect(type(actual) is str, f"{what} must return a str, got {type(actual).__name__}")
+    if actual == expected:
+        return
+    at = next((i for i, (a, b) in enumerate(zip(actual, expected)) if a != b), min(len(actual), len(expected)))
+    expect(False, f"{what} differs from the template at character {at}: expected ...{expected[max(0, at - 25):at + 25]!r}, "
+                  f"got ...{actual[max(0, at - 25):at + 25]!r} (lengths {len(expected)} and {len(actual)})")
+
+
+@graded("test_build_prompt", points=1)
+def test_build_prompt_zero_shot(student):
+    for review in ("A gripping, beautifully shot film.", "''Conan'' meets ''Rocky''... and loses", "bad"):
+        _expect_same_text(student.call(review), exercises.build_prompt(review),
+                          f"build_prompt({review!r}) with the default instruction")
+    _expect_same_text(student.call("It drags.", instruction="Is this review positive or negative?"),
+                      exercises.build_prompt("It drags.", instruction="Is this review positive or negative?"),
+                      "build_prompt('It drags.', instruction='Is this review positive or negative?')")
+    _expect_same_text(student.call("It drags.", instruction=""), exercises.build_prompt("It drags.", instruction=""),
+                      "build_prompt('It drags.', instruction='') (no instruction line and no blank line)")
+
+
+@graded("test_build_prompt", points=1)
+def test_build_prompt_few_shot(student):
+    examples = [("A joy from start to finish.", 1), ("Two hours I will never get back.", 0),
+                ("Smart, funny and warm.", 1), ("The plot makes no sense.", 0)]
+    for k in (1, 2, 4):
+        _expect_same_text(student.call("Quietly moving.", examples[:k]),
+                          exercises.build_prompt("Quietly moving.", examples[:k]),
+                          f"build_prompt('Quietly moving.', {k} examples)")
+    shuffled = (examples[3], examples[0])
+    _expect_same_text(student.call("Meh.", shuffled, instruction="Label each review."),
+                      exercises.build_prompt("Meh.", shuffled, instruction="Label each review."),
+                      "build_prompt('Meh.', 2 examples, instruction='Label each review.')")
+    _expect_same_text(student.call("Meh.", examples[:2], instruction=""),
+                      exercises.build_prompt("Meh.", examples[:2], instruction=""),
+                      "build_prompt('Meh.', 2 examples, instruction='')")
+
+
+# =============================================================== label_log_probs (2)
+def _expect_log_probs(student, logits: torch.Tensor, ids, what: str, *, atol: float) -> None:
+    expected = exercises.label_log_probs(logits, ids)
+    actual = student.call(logits, ids)
+    expect_tensor(actual, dtype=torch.float32, shape=expected.shape, device=logits.device,
+                  what=f"{what} (float32 [B, L] on the device of the logits)")
+    expect(bool(torch.isfinite(actual).all()), f"{what} contains -inf or NaN: compute a numerically stable "
+                                               "log-softmax (subtract the maximum, or use log_softmax)")
+    # tolerance: float32 rounding of a log-sum-exp over the vocabulary
+    expect_close(actual, expected, atol=atol, rtol=1e-6,
+                 what=f"{what} (log_softmax over the whole vocabulary, taken at the label ids)")
+
+
+@graded("test_label_log_probs", points=1)
+@on_devices
+def test_label_log_probs_values(student, device):
+    g = _gen(0)
+    logits = (3 * torch.randn(4, 50, generator=g)).to(device)
+    _expect_log_probs(student, logits, [3, 17], "label_log_probs(logits [4, 50], [3, 17])", atol=1e-5)
+    _expect_log_probs(student, logits, torch.tensor([17, 3, 3, 49]), "label_log_probs(logits, tensor([17, 3, 3, 49]))",
+                      atol=1e-5)
+    one = torch.randn(1, 7, generator=g).to(device)
+    _expect_log_probs(student, one, list(range(7)), "label_log_probs(logits [1, 7], all 7 ids)", atol=1e-5)
+    large = (1000 * torch.randn(3, 40, generator=g)).to(device)  # exp() overflows in float32
+    _expect_log_probs(student, large, [0, 5, 39], "label_log_probs(logits of size ~1000, [0, 5, 39])", atol=1e-3)
+
+
+@graded("test_label_log_probs", points=1)
+@on_devices
+def test_label_log_probs_low_precision_logits(student, device):
+    g = _gen(1)
+    for dtype in (torch.float16, torch.bfloat16):
+        logits = (4 * torch.randn(5, 300, generator=g)).to(device=device, dtype=dtype)
+        _expect_log_probs(student, logits, [7, 250], f"label_log_probs({str(dtype).replace('torch.', '')} logits, "
+                                                     "[7, 250]) (upcast to float32 before the log-softmax)", atol=1e-4)
+    wide = (2 * torch.randn(2, 49152, generator=g)).to(device)  # SmolLM2's vocabulary size
+    _expect_log_probs(student, wide, [2731, 3524], "label_log_probs(logits [2, 49152], [2731, 3524])", atol=1e-4)
+
+
+# =============================================================== classify_by_generation (3)
+def _reviews(seed: int, count: int, *, min_words: int = 1, max_words: int = 14) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(exercise_probes.REVIEW_WORDS) for _ in range(rng.randint(min_words, max_words)))
+            for _ in range(count)]
+
+
+def _fixtures(seed: int, device: str, padding_side: str = "right"):
+    model = fixture("decoder_lm", seed=seed, vocab_size=exercise_probes.PROMPT_VOCAB_SIZE, device=device)
+    tokenizer = fixture("prompt_tokenizer", padding_side=padding_side)
+    return model, tokenizer
+
+
+@torch.no_grad()
+def _margins(model, tokenizer, reviews, examples) -> torch.Tensor:
+    """log P(" positive") - log P(" negative") of the reference, one review at a time, no padding."""
+    ids = [tokenizer(" " + word, add_special_tokens=False).input_ids[0] for word in exercises.LABEL_WORDS]
+    device = next(model.parameters()).device
+    margins = []
+    for review in reviews:
+        batch = tokenizer(exercises.build_prompt(review, examples), return_tensors="pt").to(device)
+        scores = exercises.label_log_probs(model(**batch).logits[:, -1], ids)
+        margins.append(float(scores[0, 1] - scores[0, 0]))
+    return torch.tensor(margins)
+
+
+def _expect_classification(student, seed: int, device: str, reviews, examples=(), *, what: str,
+                           padding_side: str = "right", **kwargs) -> None:
+    model_ref, tokenizer_ref = _fixtures(seed, device, padding_side)
+    actual = student.call(model_ref, tokenizer_ref, reviews, examples, **kwargs)
+    expect_tensor(actual, dtype=torch.long, shape=(len(reviews),), device="cpu",
+                  what=f"{what}: the predictions (a LongTensor [N] on the CPU)")
+    expect(bool(((actual == 0) | (actual == 1)).all()), f"{what}: predictions must be 0 or 1, got {actual.tolist()}")
+    model, tokenizer = build_fixture(model_ref), build_fixture(tokenizer_ref)
+    margins = _margins(model, tokenizer, reviews, examples)
+    expected = (margins > 0).long()
+    clear = margins.abs() > CLEAR_MARGIN
+    wrong = [i for i in range(len(reviews)) if clear[i] and int(actual[i]) != int(expected[i])]
+    shown = "; ".join(f"review {i} {reviews[i]!r}: predicted {int(actual[i])}, expected {int(expected[i])}"
+                      for i in wrong[:3])
+    expect(not wrong, f"{what}: {len(wrong)} of {int(clear.sum())} predictions are wrong ({shown}). Check the "
+                      "prompt, the label tokens (' negative', ' positive' with their space), left padding with the "
+                      "attention mask, and that you read the logits at the last position")
+
+
+@graded("test_classify_by_generation", points=1)
+@on_devices
+def test_classify_by_generation_zero_shot(student, device):
+    reviews = _reviews(0, 12)  # two batches of the default size 8: 8 + 4, lengths 1 to 14 words
+    _expect_classification(student, 3, device, reviews, what="classify_by_generation(model, tokenizer, 12 reviews)")
+    _expect_classification(student, 8, device, _reviews(1, 9),
+                           what="classify_by_generation on another model, 9 reviews")
+
+
+@graded("test_classify_by_generation", points=1)
+@on_devices
+def test_classify_by_generation_few_shot_and_batch_sizes(student, device):
+    examples = [("a boring mess", 0), ("I loved it !", 1), ("superb acting", 1), ("dull and too long", 0)]
+    reviews = _reviews(2, 10)
+    for k, batch_size in ((1, 1), (2, 3), (4, 10)):
+        _expect_classification(student, 6, device, reviews, examples[:k], batch_size=batch_size,
+                               what=f"classify_by_generation with {k} examples, batch_size={batch_size}")
+
+
+@graded("test_classify_by_generation", points=1)
+def test_classify_by_generation_padding_and_edge_cases(student):
+    # one very short review among long ones, all in one batch: the padding must not change any prediction
+    reviews = ["gem"] + _reviews(3, 7, min_words=10, max_words=16) + ["awful"]
+    _expect_classification(student, 9, "cpu", reviews, batch_size=16,
+                           what="classify_by_generation on reviews of 1 and 10-16 words in one batch")
+    _expect_classification(student, 9, "cpu", reviews, batch_size=16, padding_side="left",
+                           what="classify_by_generation with a tokenizer that already pads on the left")
+    _expect_classification(student, 3, "cpu", ["a great film"], what="classify_by_generation on one review")
+    model_ref, tokenizer_ref = _fixtures(3, "cpu")
+    empty = student.call(model_ref, tokenizer_ref, [])
+    expect_tensor(empty, dtype=torch.long, shape=(0,), device="cpu",
+                  what="classify_by_generation(model, tokenizer, []) (an empty LongTensor)")
+    expect_equal(empty, torch.zeros(0, dtype=torch.long), what="classify_by_generation(model, tokenizer, [])")
