@@ -21,6 +21,7 @@ from .models import (  # noqa: E402
     load_encoder_classifier,
 )
 from .runtime import fast_mode, pick_device  # noqa: E402
+from .small_models import load_mlm, load_small_gpt  # noqa: E402
 
 __all__ = [
     "MissingAssetError",
@@ -32,8 +33,10 @@ __all__ = [
     "load_encoder",
     "load_encoder_classifier",
     "load_metric",
+    "load_mlm",
     "load_sentiment",
     "load_sentiment_ood",
+    "load_small_gpt",
     "metric_path",
     "pick_device",
 ]
