@@ -47,7 +47,11 @@ HUNG_TIMEOUT = 5.0
 MAX_RESTARTS = 6
 # Trusted code the worker imports before any student cell: the item probes and
 # fixtures of the hidden suites, and the forbidden-shortcut tripwires.
-PROBE_MODULES = ["autograder.sandbox.item_probes", "autograder.sandbox.tripwires"]
+PROBE_MODULES = [
+    "autograder.sandbox.item_probes",
+    "autograder.sandbox.exercise_probes",
+    "autograder.sandbox.tripwires",
+]
 
 
 @dataclass

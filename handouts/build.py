@@ -122,6 +122,9 @@ TOPICS: list[tuple[str, str, list[tuple]]] = [
 # Items of notebooks that are still being written: (kind, points) as planned. Used only
 # while the notebook is absent; once it exists, its metadata is the truth.
 PLANNED: dict[str, dict[str, tuple[str, float]]] = {
+    "exercise1_masked_predictions": {
+        "top_k_mask_predictions": ("auto", 3), "ex1_prediction_quality": ("written", 3),
+        "ex1_mlm_vs_clm_signal": ("written", 2)},
     "exercise2_finetune_vs_scratch": {
         "subsample_balanced": ("auto", 2), "ex2_loss_curves": ("written", 3),
         "ex2_data_efficiency": ("written", 3), "ex2_out_of_domain": ("written", 2)},

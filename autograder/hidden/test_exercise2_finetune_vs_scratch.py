@@ -98,7 +98,8 @@ def test_subsample_balanced_is_seeded_and_uniform(student):
         first_half = set(members[:25].tolist())
         picked = [i for row in values[:200].tolist() for i in row if labels[i] == c]
         in_first_half = sum(i in first_half for i in picked)
-        expect(len(picked) == 1000, f"class {c} got {len(picked) / 200:.1f} places on average, expected 5")
+        expect(len(picked) == 1000, f"class {c} got {len(picked)} places over 200 draws of 10 from 50 + 50 "
+                                    "examples, expected 1000 (5 in every draw)")
         # each of the 50 members is equally likely: half of the picks fall on the first 25 members
         expect(within_sigma(in_first_half, len(picked), 0.5),
                f"over 200 seeds, {in_first_half} of the {len(picked)} examples taken from class {c} were among "

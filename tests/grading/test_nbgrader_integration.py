@@ -1,0 +1,88 @@
+"""`nbgrader autograde` grades in the sandbox; gradebook, feedback and export work."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.release import venv_env
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "data" / "sample_submissions"
+STEM = "part_b_bert_gpt"
+pytestmark = pytest.mark.slow
+
+
+def nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}",
+               f"--CourseDirectory.db_url=sqlite:///{root / 'gradebook.db'}"]
+    # cwd=REPO: nbgrader reads the course's nbgrader_config.py from there.
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=venv_env(), timeout=900)
+    assert result.returncode == 0, f"nbgrader {args[0]} failed:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    root = tmp_path_factory.mktemp("course")
+    shutil.copytree(REPO / "solutions" / "week6", root / "solutions" / "week6",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    nbgrader(root, "generate_assignment", "week6", "--force")
+    for student in ("alice_full_solution", "ivan_patches_comparisons"):
+        target = root / "submitted" / student / "week6"
+        target.mkdir(parents=True)
+        shutil.copy(SAMPLES / student / "week6" / f"{STEM}.ipynb", target)
+    autograde = nbgrader(root, "autograde", "week6", "--create", "--force")
+    return root, autograde
+
+
+def test_autograde_writes_sandboxed_scores_to_the_gradebook(course):
+    from nbgrader.api import Gradebook
+
+    root, _ = course
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "nlp-week6") as gradebook:
+        full = gradebook.find_submission_notebook(STEM, "week6", "alice_full_solution")
+        cheat = gradebook.find_submission_notebook(STEM, "week6", "ivan_patches_comparisons")
+        assert full.code_score == full.max_code_score == 40
+        assert cheat.code_score == 0
+        # Written answers are left for the formgrader.
+        assert full.needs_manual_grade
+
+
+def test_no_student_code_ran_in_a_kernel(course):
+    """The autograded notebook's test cells hold the grader's report, not kernel output."""
+    import nbformat
+
+    root, _ = course
+    notebook = nbformat.read(root / "autograded" / "ivan_patches_comparisons" / "week6" / f"{STEM}.ipynb",
+                             as_version=4)
+    softmax_cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_softmax")
+    assert softmax_cell.outputs[0]["data"]["text/plain"] == "0"
+    assert "FAILED" in softmax_cell.outputs[1]["text"]
+    experiment_outputs = [c for c in notebook.cells if c.cell_type == "code" and c.outputs
+                          and not c.metadata.get("nbgrader", {}).get("grade")]
+    assert experiment_outputs == [], "experiment cells must not be executed during autograding"
+
+
+def test_feedback_shows_messages_but_no_hidden_test_code(course):
+    root, _ = course
+    nbgrader(root, "generate_feedback", "week6", "--force")
+    html = (root / "feedback" / "ivan_patches_comparisons" / "week6" / f"{STEM}.html").read_text()
+    assert "test_softmax" in html and "differs from" in html
+    hidden_source = (REPO / "autograder" / "hidden" / f"test_{STEM}.py").read_text()
+    for line in hidden_source.splitlines():
+        line = line.strip()
+        if len(line) > 40 and not line.startswith(("#", '"', "'")) and "expect" in line:
+            assert line not in html, f"feedback leaks hidden test code: {line!r}"
+    assert "BEGIN HIDDEN TESTS" not in html
+
+
+def test_export_lists_both_students(course):
+    root, _ = course
+    out = root / "grades.csv"
+    nbgrader(root, "export", f"--to={out}")
+    text = out.read_text()
+    assert "alice_full_solution" in text and "ivan_patches_comparisons" in text

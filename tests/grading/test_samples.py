@@ -1,0 +1,96 @@
+"""`python -m autograder grade` on the bundled samples gives the expected scores.
+
+This is the main job (`make grade`) run end to end: one sandboxed worker per
+submission, the hidden suites in the grader, reports and the class CSV. No cheat
+may gain a point, and a broken submission costs only its own student.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.sandbox.isolation import bwrap_works
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "data" / "sample_submissions"
+EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    out = tmp_path_factory.mktemp("grades")
+    result = subprocess.run([sys.executable, "-m", "autograder", "grade", "--jobs", "2", "--out", str(out)],
+                            cwd=REPO, capture_output=True, text=True, timeout=1800)
+    reports = {
+        f"{path.parent.name}/{path.stem}": json.loads(path.read_text())
+        for path in out.glob("*/*.json")
+    }
+    return result, out, reports
+
+
+def test_grading_completes_with_exit_status_zero(graded):
+    result, out, reports = graded
+    assert result.returncode == 0, result.stderr
+    assert "alice_full_solution" in result.stdout  # the printed table
+    assert set(reports) == set(EXPECTED), "every sample notebook gets exactly one report"
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED))
+def test_sample_scores(graded, key):
+    _, _, reports = graded
+    report, expected = reports[key], EXPECTED[key]
+    if expected.get("needs_bwrap") and report["sandbox"] != "bwrap":
+        pytest.skip("this cheat is only stopped by the bubblewrap sandbox (file-system isolation)")
+    assert report["score"] == expected["score"], (
+        f"{key}: scored {report['score']}, expected {expected['score']}: "
+        + "; ".join(f"{t['test']}={t['status']}" for t in report["tests"] if t["status"] != "passed")
+    )
+    assert report["max_score"] == expected["max_score"]
+    for cell, status in expected.get("statuses", {}).items():
+        seen = {t["status"] for t in report["tests"] if t["grade_id"] == cell}
+        assert seen == {status}, f"{key}: {cell} has statuses {seen}, expected {status}"
+    for fragment in expected.get("messages", []):
+        assert any(fragment in t["message"] for t in report["tests"]) or any(
+            fragment in w for w in report["warnings"]), f"{key}: no message mentions {fragment!r}"
+
+
+def test_reports_follow_the_schema(graded):
+    _, _, reports = graded
+    for report in reports.values():
+        assert set(report) >= {"student", "assignment", "notebook", "score", "max_score", "sandbox",
+                               "device", "duration_s", "tests"}
+        for test in report["tests"]:
+            assert set(test) == {"grade_id", "test", "status", "points", "max_points", "message"}
+            assert test["status"] in {"passed", "failed", "error", "timeout", "forbidden", "missing"}
+            assert 0 <= test["points"] <= test["max_points"]
+
+
+def test_class_csv_has_one_row_per_notebook(graded):
+    _, out, reports = graded
+    with (out / "grades.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == len(reports)
+    assert {(r["student"], r["notebook"]) for r in rows} == {
+        (k.split("/")[0], k.split("/")[1] + ".ipynb") for k in reports}
+
+
+def test_detached_process_cannot_rewrite_reports(graded):
+    _, out, reports = graded
+    before = {p: p.read_bytes() for p in out.glob("*/*.json")}
+    time.sleep(6)  # the cheat's daemon waits 4 s before it strikes
+    assert {p: p.read_bytes() for p in out.glob("*/*.json")} == before
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "autograder.sandbox.worker" not in ps, "a sandboxed worker outlived its grading job"
+
+
+def test_sandbox_is_bubblewrap_where_available(graded):
+    _, _, reports = graded
+    expected = "bwrap" if bwrap_works() else "degraded"
+    assert {r["sandbox"] for r in reports.values() if r["tests"]} == {expected}
