@@ -77,6 +77,10 @@ def runtime_paths() -> list[str]:
     return sorted(os.path.realpath(p) for p in paths if os.path.exists(p))
 
 
+# What the sandbox sees of the host: system software and configuration only.
+SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
+
+
 def gpu_device_nodes() -> list[str]:
     return sorted(glob.glob("/dev/nvidia*"))
 
@@ -93,9 +97,16 @@ def bwrap_argv(command: list[str], *, env: Mapping[str, str], cwd: str = "/tmp",
     covers them; ``runtime_paths()`` are always added, and a hidden path inside one
     of them is refused (``ValueError``): the worker could not start.
     """
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
-            "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
+    # An allow-list, not the host's whole file system: the operating system's own
+    # folders, then (below) the Python runtime and the exposed paths. Home folders,
+    # other checkouts of the course and anything else on the machine stay invisible.
+    argv = [bwrap]
+    for root in SYSTEM_ROOTS:
+        if os.path.lexists(root):
+            argv += ["--ro-bind", root, root] if not os.path.islink(root) else ["--symlink", os.readlink(root), root]
+    argv += ["--dev", "/dev", "--proc", "/proc",
+             "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
+             "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
     if gpu:
         for node in gpu_device_nodes():
             argv += ["--dev-bind", node, node]
@@ -109,7 +120,7 @@ def bwrap_argv(command: list[str], *, env: Mapping[str, str], cwd: str = "/tmp",
     covers = ["/tmp", *(p for p in hidden if os.path.isdir(p))]
     mounts: list[tuple[int, int, list[str]]] = []  # (depth, hide?, bwrap arguments)
     for path in exposed:
-        if any(_inside(path, top) for top in covers):
+        if not any(_inside(path, root) for root in SYSTEM_ROOTS) or any(_inside(path, top) for top in covers):
             mounts.append((_depth(path), 0, ["--ro-bind", path, path]))
     tmpfs_hidden = []
     for path in hidden:
@@ -132,6 +143,9 @@ def bwrap_argv(command: list[str], *, env: Mapping[str, str], cwd: str = "/tmp",
     # Read-only only now: bwrap had to create mount points inside these tmpfs first.
     for path in tmpfs_hidden:
         argv += ["--remount-ro", path]
+    # bwrap builds the new root on a tmpfs of its own; nothing may be written there
+    # (only the private /tmp and /dev/shm are writable).
+    argv += ["--remount-ro", "/"]
 
     argv += ["--chdir", cwd, "--unshare-all", "--unshare-user"]
     if disable_userns:

@@ -7,6 +7,7 @@ with the reason, where it is not installed or cannot create namespaces.
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,10 @@ if str(REPO_ROOT) not in sys.path:  # --import-mode=importlib does not add it
 
 from autograder.sandbox.isolation import bwrap_support  # noqa: E402
 from autograder.sandbox.launcher import Worker  # noqa: E402
+
+# A host folder the shared worker can read (it sees nothing else outside the system
+# folders): tests drop files here to change what student code observes.
+TRIGGERS = Path(tempfile.mkdtemp(prefix="sandbox-triggers-"))
 
 BWRAP = bwrap_support()
 needs_bwrap = pytest.mark.skipif(not BWRAP.usable, reason=f"bubblewrap sandbox unavailable: {BWRAP.reason}")
@@ -33,5 +38,6 @@ def worker(sandbox):
     """One worker per module and sandbox kind; tests must not depend on each other's cells.
 
     It preloads ``sample_probes`` (a probe module of the tests) to exercise ``preload``."""
-    with Worker(isolation=sandbox, timeout=30, preload=["tests.sandbox.sample_probes"]) as shared:
+    with Worker(isolation=sandbox, timeout=30, preload=["tests.sandbox.sample_probes"],
+                exposed_paths=[str(Path(__file__).resolve().parents[1]), str(TRIGGERS)]) as shared:
         yield shared

@@ -84,9 +84,10 @@ def test_os_exit_is_reported_as_a_crash_at_once_even_if_a_forked_child_holds_the
 
 def test_restart_drops_a_replayed_cell_that_now_hangs(fresh, tmp_path_factory):
     # The cell hangs once a file exists. The grader creates it between the first run
-    # and the replay, in /var/tmp: the sandbox sees it there, read-only (/tmp is private).
-    trigger = tmp_path_factory.mktemp("trigger") if not Path("/var/tmp").is_dir() else None
-    trigger = Path(tempfile.mkdtemp(dir="/var/tmp")) if trigger is None else trigger
+    # and the replay, in the folder the worker was given read access to.
+    from tests.sandbox.conftest import TRIGGERS
+
+    trigger = Path(tempfile.mkdtemp(dir=TRIGGERS))
     flag = trigger / "hang-now"
     flaky = f"import os\nwhile os.path.exists({str(flag)!r}):\n    pass\n"
     try:
