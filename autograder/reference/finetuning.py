@@ -23,8 +23,9 @@ def linear_warmup_decay(step: int, *, warmup_steps: int, total_steps: int) -> fl
     so it climbs from 0 to 1 over the warm-up (large early updates from a random
     head would wreck the pre-trained weights) and reaches 0 at ``total_steps``.
     With ``warmup_steps == 0`` there is no warm-up: the multiplier starts at 1.
-    Denominators are taken as at least 1, so ``total_steps == warmup_steps``
-    gives 1 at that step and 0 after.
+    Denominators are taken as at least 1, so with ``total_steps == warmup_steps``
+    the multiplier climbs to (warmup_steps - 1) / warmup_steps and is 0 from
+    ``total_steps`` on, exactly as in transformers.
 
     Usable as ``torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s:
     linear_warmup_decay(s, warmup_steps=..., total_steps=...))``, where ``step``
