@@ -65,6 +65,12 @@ RULES: dict[str, Rule] = {
         ("transformers.TopKLogitsWarper.__call__", "transformers.TopPLogitsWarper.__call__"),
         "apply temperature, top-k and top-p to the logits yourself",
     ),
+    "top_k_mask_predictions": _rule(
+        ("pipeline", "FillMaskPipeline", "fill-mask"),
+        # Every pipeline call goes through Pipeline.__call__, however the object was made.
+        ("transformers.pipeline", "transformers.pipelines.base.Pipeline.__call__"),
+        "find the [MASK] rows, take the softmax and its top k yourself",
+    ),
     "linear_warmup_decay": _rule(
         ("get_linear_schedule_with_warmup", "get_scheduler", "get_constant_schedule_with_warmup"),
         ("transformers.get_linear_schedule_with_warmup", "transformers.get_scheduler"),

@@ -122,18 +122,7 @@ TOPICS: list[tuple[str, str, list[tuple]]] = [
 # Items of notebooks that are still being written: (kind, points) as planned. Used only
 # while the notebook is absent; once it exists, its metadata is the truth.
 PLANNED: dict[str, dict[str, tuple[str, float]]] = {
-    "exercise1_masked_predictions": {
-        "top_k_mask_predictions": ("auto", 3), "ex1_prediction_quality": ("written", 3),
-        "ex1_mlm_vs_clm_signal": ("written", 2)},
-    "exercise2_finetune_vs_scratch": {
-        "subsample_balanced": ("auto", 2), "ex2_loss_curves": ("written", 3),
-        "ex2_data_efficiency": ("written", 3), "ex2_out_of_domain": ("written", 2)},
-    "exercise3_classification_as_generation": {
-        "build_prompt": ("auto", 2), "label_log_probs": ("auto", 2), "classify_by_generation": ("auto", 3),
-        "ex3_compare_with_finetuning": ("written", 3)},
-    "exercise4_model_size": {
-        "truncate_encoder": ("auto", 3), "training_flops": ("auto", 1), "count_encoder_parameters": ("auto", 2),
-        "ex4_size_tradeoffs": ("written", 3)},
+    # every notebook of the assignment exists: nothing is planned
 }
 
 NOTEBOOK_ORDER = ["part_a_discovery", "part_b_bert_gpt", "part_b_finetuning", "exercise1_masked_predictions",

@@ -54,6 +54,27 @@ def test_cells_follow_the_conventions(stem):
         assert not cell.get("outputs"), f"{stem} is committed with outputs; clear them"
 
 
+# Left in a model answer while its numbers were still being measured.
+PLACEHOLDER = re.compile(r"__[A-Z][A-Z0-9_]*__|\bXX_\w+|\bTODO\b|\bTBD\b")
+
+
+@pytest.mark.parametrize("stem", NOTEBOOKS)
+def test_no_placeholder_is_left(stem):
+    for cell in _nb(SOURCE, stem).cells:
+        found = PLACEHOLDER.findall(cell.source)
+        assert not found, f"{stem}: placeholder {found} in a {cell.cell_type} cell: {cell.source[:120]!r}"
+
+
+DOCS = ["README.md", "handouts/week6.md", "handouts/grading_map.md", "data/checkpoints/README.md",
+        "data/checkpoints/austen-bert-mlm/README.md", "data/checkpoints/austen-gpt-clm/README.md"]
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_docs_have_no_placeholder(doc):
+    found = PLACEHOLDER.findall((REPO / doc).read_text(encoding="utf-8"))
+    assert not found, f"{doc}: placeholders {found}"
+
+
 @pytest.mark.parametrize("stem", NOTEBOOKS)
 def test_hidden_points_add_up_to_cell_points(stem):
     """Each visible-test cell's points equal the sum of its hidden tests' points."""

@@ -5,6 +5,8 @@ Part A lets students discover what a pre-trained model knows by scoring text:
 - the log-probability of a whole sequence is the sum of the log-probabilities
   of each token given the tokens before it (the chain rule of probability);
 - the next-token distribution at the end of a prompt, and its most likely tokens.
+
+Exercise 1 reads a masked LM the same way: the distribution at each [MASK].
 """
 
 import torch
@@ -50,4 +52,40 @@ def top_k_next_tokens(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch
     """
     probs = logits.float().softmax(dim=-1)
     top = probs.topk(k)
+    return top.values, top.indices
+
+
+def top_k_mask_predictions(logits: torch.Tensor, input_ids: torch.Tensor, mask_token_id: int,
+                           k: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` most probable tokens at every [MASK] position of one sequence.
+
+    Args:
+        logits: [T, V] (or [1, T, V]) scores of a masked LM for one sequence,
+            any floating dtype and device.
+        input_ids: [T] (or [1, T]) integer ids the model read; may live on
+            another device than ``logits``.
+        mask_token_id: the id of [MASK].
+        k: 1 <= k <= V, else ValueError.
+
+    Returns:
+        (probs, ids) with one row per [MASK], left to right, on the device of
+        ``logits``: probs float32 [n_masks, k], the largest values of the softmax
+        over the whole vocabulary (computed in float32), in decreasing order; ids
+        int64 [n_masks, k]. Shapes [0, k] when there is no [MASK]. Ties are
+        ordered as ``torch.topk`` orders them.
+    """
+    if logits.dim() == 3:
+        if logits.size(0) != 1:
+            raise ValueError(f"expected one sequence, got a batch of {logits.size(0)}")
+        logits = logits[0]
+    if input_ids.dim() == 2:
+        if input_ids.size(0) != 1:
+            raise ValueError(f"expected one sequence of ids, got a batch of {input_ids.size(0)}")
+        input_ids = input_ids[0]
+    vocab_size = logits.size(-1)
+    if not 1 <= k <= vocab_size:
+        raise ValueError(f"k must be between 1 and the vocabulary size {vocab_size}, got {k}")
+    positions = torch.nonzero(input_ids == mask_token_id).flatten().to(logits.device)  # ascending
+    probs = logits.index_select(0, positions).float().softmax(dim=-1)
+    top = probs.topk(k, dim=-1)
     return top.values, top.indices

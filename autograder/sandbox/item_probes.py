@@ -27,7 +27,7 @@ Fixtures (``fixture(name, **params)``):
   only, for hand-computed decoding cases.
 
 Probes (``student.probe(name, **params)``), each documented below:
-``seeded_call``,
+``seeded_call``, ``call_keeping_inputs``,
 ``raises``, ``train_epoch_run``, ``evaluate_run``, ``freeze_layers_run``,
 ``lora_layer``, ``apply_lora_run``.
 """
@@ -152,6 +152,19 @@ def seeded_call(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, 
     stackable = (params.get("stack", False) and all(type(v) is torch.Tensor for v in values)
                  and len({(v.shape, v.dtype, v.device) for v in values}) == 1)
     return {"values": torch.stack(values) if stackable else values, "stacked": bool(stackable), "args_after": args}
+
+
+@register_probe("call_keeping_inputs")
+def call_keeping_inputs(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """Call ``params["name"](*args, **kwargs)`` and send back its inputs as well.
+
+    Returns ``{"value": the result, "args_after": args after the call}``: a value
+    crossing the boundary is a copy, so a function that modifies its inputs can
+    only be caught here, next to the call.
+    """
+    function = student_definition(namespace, params["name"])
+    args = list(params.get("args", []))
+    return {"value": function(*args, **params.get("kwargs", {})), "args_after": args}
 
 
 @register_probe("raises")

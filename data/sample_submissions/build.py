@@ -34,6 +34,7 @@ REPO = HERE.parents[1]
 SOURCE = REPO / "solutions" / "week6"
 RELEASE = REPO / "assignments" / "week6"
 MAIN = "part_b_bert_gpt"  # the notebook most samples submit
+EXERCISE1 = "exercise1_masked_predictions"  # also submitted by dave, with the fill-mask pipeline
 MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*\n", re.M)
 
 
@@ -107,6 +108,24 @@ FORBIDDEN = {
     return run(input_ids, num_beams=num_beams, do_sample=False, max_new_tokens=max_new_tokens,
                length_penalty=length_penalty, early_stopping=True, eos_token_id=eos_token_id,
                pad_token_id=eos_token_id, attention_mask=torch.ones_like(input_ids))
+''',
+}
+
+# Exercise 1 by the fill-mask pipeline, which is the whole exercise done by a library.
+FORBIDDEN_EXERCISE1 = {
+    "top_k_mask_predictions": '''def top_k_mask_predictions(logits, input_ids, mask_token_id, k=5):
+    from transformers import pipeline
+
+    from week6_helpers.small_models import load_mlm
+
+    tokenizer, model = load_mlm()
+    fill = pipeline("fill-mask", model=model, tokenizer=tokenizer, top_k=k)
+    text = tokenizer.decode(input_ids.reshape(-1), skip_special_tokens=False)
+    rows = fill(text)
+    rows = [rows] if rows and isinstance(rows[0], dict) else rows
+    probs = torch.tensor([[r["score"] for r in row] for row in rows], device=logits.device)
+    ids = torch.tensor([[r["token"] for r in row] for row in rows], device=logits.device)
+    return probs, ids
 ''',
 }
 
@@ -292,6 +311,9 @@ def expectations() -> dict[str, dict]:
         expected[f"bob_untouched_release/{stem}"] = {"score": 0.0, "max_score": max_score(stem)}
     for student, expectation in EXPECTED_MAIN.items():
         expected[f"{student}/{MAIN}"] = {"max_score": max_score(MAIN), **expectation}
+    expected[f"dave_forbidden_shortcuts/{EXERCISE1}"] = {
+        "score": 0.0, "max_score": max_score(EXERCISE1),
+        "statuses": {"test_top_k_mask_predictions": "forbidden"}, "messages": ["pipeline"]}
     return expected
 
 
@@ -308,7 +330,10 @@ def samples() -> dict[str, dict[str, object]]:
     second_half = ["clm_loss", "mlm_loss", "sample_next_token", "greedy_decode", "beam_search"]
     half = replace(full, {g: c.source for c in release.cells if (g := grade_id(c)) in second_half})
     out["carol_half_correct"] = {MAIN: replace(half, HALF_CORRECT_WRONG)}
-    out["dave_forbidden_shortcuts"] = {MAIN: replace(full, FORBIDDEN)}
+    out["dave_forbidden_shortcuts"] = {
+        MAIN: replace(full, FORBIDDEN),
+        EXERCISE1: replace(solved(EXERCISE1), FORBIDDEN_EXERCISE1),
+    }
     text = nbformat.writes(full)
     out["erin_invalid_json"] = {MAIN: text[: len(text) // 2]}
 

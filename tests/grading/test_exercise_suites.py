@@ -1,4 +1,4 @@
-"""The hidden suites of the programming exercises 2-4, graded in this process with
+"""The hidden suites of the programming exercises 1-4, graded in this process with
 stand-in students (the pattern of ``test_hidden_suites.py``).
 
 * The references earn every point, and the points of each grade cell add up to
@@ -29,11 +29,12 @@ if str(REPO) not in sys.path:  # --import-mode=importlib does not add it
 
 import autograder.grading as grading  # noqa: E402
 from autograder import notebook  # noqa: E402
-from autograder.reference import exercises  # noqa: E402
+from autograder.reference import exercises, scoring  # noqa: E402
 from autograder.sandbox import exercise_probes, item_probes  # noqa: E402,F401  (probes and fixtures of the suites)
 from tests.grading.inprocess import InProcessSession, reference_namespace  # noqa: E402
 
 CELL_POINTS: dict[str, dict[str, float]] = {
+    "exercise1_masked_predictions": {"test_top_k_mask_predictions": 3},
     "exercise2_finetune_vs_scratch": {"test_subsample_balanced": 2},
     "exercise3_classification_as_generation": {"test_build_prompt": 2, "test_label_log_probs": 2,
                                                "test_classify_by_generation": 3},
@@ -42,6 +43,7 @@ CELL_POINTS: dict[str, dict[str, float]] = {
 }
 STEMS = list(CELL_POINTS)
 FUNCTIONS = {
+    "exercise1_masked_predictions": ["top_k_mask_predictions"],
     "exercise2_finetune_vs_scratch": ["subsample_balanced"],
     "exercise3_classification_as_generation": ["build_prompt", "label_log_probs", "classify_by_generation"],
     "exercise4_model_size": ["truncate_encoder", "training_flops", "count_encoder_parameters"],
@@ -54,6 +56,52 @@ def cell_of(name: str) -> str:
 
 
 # ============================================================================ wrong solutions
+# -- exercise 1
+def _one_sequence(logits, input_ids):
+    return (logits[0] if logits.dim() == 3 else logits), (input_ids[0] if input_ids.dim() == 2 else input_ids)
+
+
+def top_k_renormalised_over_k(logits, input_ids, mask_token_id, k=5):
+    """Softmax over the k best logits only: the k probabilities sum to one."""
+    logits, input_ids = _one_sequence(logits, input_ids)
+    if not 1 <= k <= logits.size(-1):
+        raise ValueError("bad k")
+    rows = logits[(input_ids == mask_token_id).to(logits.device)].float()
+    top = rows.topk(k, dim=-1)
+    return top.values.softmax(-1), top.indices
+
+
+def top_k_first_blank_only(logits, input_ids, mask_token_id, k=5):
+    probs, ids = scoring.top_k_mask_predictions(logits, input_ids, mask_token_id, k)
+    return probs[:1], ids[:1]
+
+
+def top_k_bert_mask_id(logits, input_ids, mask_token_id, k=5):
+    """Looks for BERT's id 103 instead of the argument."""
+    return scoring.top_k_mask_predictions(logits, input_ids, 103, k)
+
+
+def top_k_softmax_in_input_dtype(logits, input_ids, mask_token_id, k=5):
+    logits, input_ids = _one_sequence(logits, input_ids)
+    if not 1 <= k <= logits.size(-1):
+        raise ValueError("bad k")
+    rows = logits[(input_ids == mask_token_id).to(logits.device)]
+    top = rows.softmax(-1).topk(k, dim=-1)
+    return top.values.float(), top.indices
+
+
+def top_k_in_place(logits, input_ids, mask_token_id, k=5):
+    """Right answer, but subtracts the maximum from the caller's logits in place."""
+    logits.sub_(logits.max())
+    return scoring.top_k_mask_predictions(logits, input_ids, mask_token_id, k)
+
+
+def top_k_no_range_check(logits, input_ids, mask_token_id, k=5):
+    logits, input_ids = _one_sequence(logits, input_ids)
+    k = max(1, min(k, logits.size(-1)))
+    return scoring.top_k_mask_predictions(logits, input_ids, mask_token_id, k)
+
+
 # -- exercise 2
 def subsample_ignores_classes(labels, n, seed):
     """A random subset of n, whatever the classes."""
@@ -203,6 +251,14 @@ def count_head_is_classifier_only(model):
 
 MUTANTS: dict[str, list[dict[str, object]]] = {
     # In one round every mutated name belongs to a different cell.
+    "exercise1_masked_predictions": [
+        {"top_k_mask_predictions": top_k_renormalised_over_k},
+        {"top_k_mask_predictions": top_k_first_blank_only},
+        {"top_k_mask_predictions": top_k_bert_mask_id},
+        {"top_k_mask_predictions": top_k_softmax_in_input_dtype},
+        {"top_k_mask_predictions": top_k_in_place},
+        {"top_k_mask_predictions": top_k_no_range_check},
+    ],
     "exercise2_finetune_vs_scratch": [
         {"subsample_balanced": subsample_ignores_classes},
         {"subsample_balanced": subsample_first_of_each_class},
@@ -227,6 +283,25 @@ MUTANTS: dict[str, list[dict[str, object]]] = {
 
 
 # ============================================================================ correct, written differently
+def top_k_by_log_softmax_and_sort(logits, input_ids, mask_token_id, k=5):
+    """Loops over the positions, sorts log-probabilities in float64, exponentiates at the end."""
+    logits = logits.reshape(-1, logits.size(-1))
+    input_ids = input_ids.reshape(-1).cpu()
+    if k < 1 or k > logits.size(-1):
+        raise ValueError(f"k={k} out of range")
+    probs, ids = [], []
+    for position in range(input_ids.numel()):
+        if int(input_ids[position]) == mask_token_id:
+            row = torch.log_softmax(logits[position].double(), dim=-1)
+            values, order = torch.sort(row, descending=True)
+            probs.append(values[:k].exp().float())
+            ids.append(order[:k])
+    if not probs:
+        return (torch.zeros(0, k, dtype=torch.float32, device=logits.device),
+                torch.zeros(0, k, dtype=torch.long, device=logits.device))
+    return torch.stack(probs), torch.stack(ids)
+
+
 def subsample_by_one_shuffle(labels, n, seed):
     """Shuffle all indices once, then walk the shuffled order taking examples while
     their class still has room; the quotas come from a closed formula."""
@@ -332,6 +407,7 @@ def count_by_pointer(model):
 
 
 ALTERNATIVES: dict[str, list[dict[str, object]]] = {
+    "exercise1_masked_predictions": [{"top_k_mask_predictions": top_k_by_log_softmax_and_sort}],
     "exercise2_finetune_vs_scratch": [{"subsample_balanced": subsample_by_one_shuffle}],
     "exercise3_classification_as_generation": [
         {"label_log_probs": label_log_probs_by_logsumexp, "classify_by_generation": classify_right_padded_gather},

@@ -1,0 +1,53 @@
+"""The Austen WordPiece tokenizer: loads offline, has BERT's special tokens, rebuilds identically."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FOLDER = REPO / "data" / "tokenizer" / "austen-wordpiece"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(FOLDER)  # HF_HUB_OFFLINE=1 (tests/conftest.py)
+
+
+def test_loads_offline_as_bert_wordpiece(tokenizer):
+    assert type(tokenizer).__name__ in ("BertTokenizer", "BertTokenizerFast")
+    assert len(tokenizer) == 8000
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert tokenizer.convert_tokens_to_ids(specials) == [0, 1, 2, 3, 4]
+    assert (tokenizer.pad_token, tokenizer.mask_token) == ("[PAD]", "[MASK]")
+
+
+def test_bert_pipeline(tokenizer):
+    ids = tokenizer("It is a truth universally acknowledged.")["input_ids"]
+    assert tokenizer.convert_ids_to_tokens(ids) == [
+        "[CLS]", "it", "is", "a", "truth", "universally", "acknowledged", ".", "[SEP]"]
+    # Lower-casing and accent stripping (BERT normaliser); rare words fall into ## pieces.
+    assert tokenizer.tokenize("CAFÉ") == tokenizer.tokenize("cafe")
+    assert all(piece.startswith("##") for piece in tokenizer.tokenize("unmistakeably")[1:])
+    # [MASK] written in the text is recognised as the special token.
+    assert tokenizer.mask_token_id in tokenizer("The [MASK] sat.")["input_ids"]
+
+
+@pytest.mark.slow
+def test_training_is_deterministic(tmp_path):
+    """Rebuilding from the corpus gives byte-identical files (about 5 s)."""
+    from week6_pretraining.tokenizer import save_tokenizer, train_tokenizer
+
+    save_tokenizer(train_tokenizer(), tmp_path)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        assert (tmp_path / name).read_bytes() == (FOLDER / name).read_bytes(), name
+
+
+def test_sha256sums_match():
+    import hashlib
+
+    for line in (FOLDER.parent / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split("  ", 1)
+        assert hashlib.sha256((FOLDER.parent / name).read_bytes()).hexdigest() == digest, name

@@ -1,0 +1,183 @@
+"""Model cards (README.md) and SHA256SUMS for the shipped checkpoints.
+
+The cards are generated from the training log and the evaluation results, so
+every number in them was measured, and regenerating them after a retraining
+cannot leave a stale figure behind.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+TITLES = {
+    "mlm": ("austen-bert-mlm", "a toy BERT (masked LM) pre-trained on Jane Austen"),
+    "clm": ("austen-gpt-clm", "a toy GPT-2 (causal LM) pre-trained on Jane Austen"),
+}
+
+
+def write_sha256sums(folder: Path) -> None:
+    """``sha256sum -c SHA256SUMS`` format, every file of the folder but the list itself."""
+    lines = []
+    for path in sorted(p for p in folder.iterdir() if p.is_file() and p.name != "SHA256SUMS"):
+        lines.append(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.name}")
+    (folder / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+def curve_table(log: dict, points: int = 6) -> str:
+    """A few rows of the held-out curve: tokens processed/predicted -> loss."""
+    evals = log["evals"]
+    picks = sorted({round(i * (len(evals) - 1) / (points - 1)) for i in range(points)})
+    head = "| step | tokens processed | tokens predicted | held-out loss (64 rows) |\n|---:|---:|---:|---:|\n"
+    return head + "\n".join(
+        f"| {evals[i]['step']:,} | {evals[i]['tokens_processed']:,} | {evals[i]['tokens_predicted']:,} | "
+        f"{evals[i]['heldout_loss']:.3f} |" for i in picks)
+
+
+def _warmup_text(log: dict) -> str:
+    phases = log.get("context_warmup") or []
+    if not phases:
+        return f"{log['context']} tokens throughout"
+    parts, start = [], 0.0
+    for end, context in phases:
+        parts.append(f"{context} for steps {start:.1%}-{end:.1%}")
+        start = end
+    parts.append(f"{log['context']} for the remaining {1 - start:.0%}")
+    return ("context warm-up, always " + f"{log['tokens_per_step']:,} tokens per step: " + ", ".join(parts)
+            + " (without it the BERT never left the word-frequency plateau; see `week6_pretraining/train.py`)")
+
+
+def reproduce_command(objective: str, log: dict) -> str:
+    """The training command, rebuilt from the logged settings (no output path: the default is this folder)."""
+    flags = f"--objective {objective} --max-steps {log['max_steps']} --batch-size {log['batch_size']} --lr {log['peak_lr']:g} --seed {log['seed']}"
+    if log["device"] == "cpu":
+        flags += f" --threads {log['torch_threads']}"
+    if not log.get("context_warmup"):
+        flags += " --no-context-warmup"
+    return "python -m week6_pretraining.train " + flags
+
+
+def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: list[str]) -> str:
+    name, title = TITLES[objective]
+    s = log["size"]
+    is_mlm = objective == "mlm"
+    other = TITLES["clm" if is_mlm else "mlm"][0]
+    if is_mlm:
+        results = (
+            f"| held-out masked-LM loss (all {metrics['heldout_rows']} held-out rows, one fixed seeded masking) | "
+            f"{metrics['heldout_mlm_loss']:.3f} nats |\n"
+            f"| cloze top-1 accuracy ({metrics['cloze_items']} items, `data/cloze/`) | {metrics['cloze_top1']:.1%} |\n"
+            f"| cloze top-5 accuracy | {metrics['cloze_top5']:.1%} |\n")
+        objective_text = (
+            "Masked language modelling, BERT's recipe: in every row 15 % of the non-special tokens are "
+            "selected; of those 80 % become `[MASK]`, 10 % a random token and 10 % stay unchanged "
+            "(`autograder.reference.masking.mask_tokens`). The loss is the mean cross-entropy at the "
+            "selected positions (`autograder.reference.losses.mlm_loss`). No next-sentence prediction.")
+    else:
+        results = (
+            f"| held-out causal-LM loss (all {metrics['heldout_rows']} held-out rows) | "
+            f"{metrics['heldout_clm_loss']:.3f} nats per token |\n"
+            f"| held-out perplexity (exp of the loss) | {metrics['heldout_perplexity']:.1f} |\n")
+        objective_text = (
+            "Causal language modelling: every position predicts the next token "
+            "(`autograder.reference.losses.clm_loss`), 127 targets per 128-token row.")
+    gpu_note = (
+        "On a CUDA GPU the same command runs with bf16 autocast (`--device auto` picks it). No GPU run "
+        "was measured, so no speed-up figure is given here. What a GPU would change is the scale that fits "
+        "the budget: a wider and deeper model (e.g. 6-12 layers, hidden 512-768), larger batches and many "
+        "more passes over the text; with only 0.85 M training tokens, more passes soon over-fit, so the "
+        "real gain would come from a larger corpus.")
+    return f"""# {name}: {title}
+
+A teaching model for Week 6 of the course. It exists because no checkpoint with a masked-LM
+head can be installed offline; it is meant for the notebooks' demos (fill-in-the-blank,
+next-token prediction, MLM vs CLM training curves), not for any real task. Its twin,
+`{other}`, has the same size and was trained on the same text for the same number of tokens
+with the other objective.
+
+Load it offline with `week6_helpers.small_models.{"load_mlm" if is_mlm else "load_small_gpt"}()`, or
+`{log['model']}.from_pretrained("data/checkpoints/{name}")`.
+
+## Model
+
+| | |
+|---|---|
+| class | `transformers.{log['model']}`, random initialisation (seed {log['seed']}) |
+| layers / hidden / heads / feed-forward | {s['layers']} / {s['hidden']} / {s['heads']} / {s['ffn']} |
+| context | {log['context']} tokens |
+| vocabulary | {log['vocab_size']:,} WordPiece pieces (`data/tokenizer/austen-wordpiece`, lower-cased) |
+| output layer | tied to the input embeddings |
+| dropout | {s['dropout']} |
+| parameters | {log['parameters']:,} (tied weights counted once) |
+| `model.safetensors` | {size_bytes / 1e6:.1f} MB (float32) |
+
+## Data
+
+`data/corpus/austen_train.txt`: Jane Austen's six novels minus the last 5 % of each
+(9,493 paragraphs, 672,500 words, {log['train_stream_tokens']:,} tokens with one `[SEP]` after
+each paragraph). A row is `[CLS]` followed by consecutive tokens of that stream; each pass
+over the data shifts the row boundaries by a random offset and shuffles the rows. Evaluation
+uses `austen_heldout.txt` (the last 5 % of each novel, never trained on), in rows of 128.
+Both models read exactly the same rows in the same order.
+
+## Training
+
+{objective_text}
+
+| | |
+|---|---|
+| steps x batch | {log['steps']:,} x {log['batch_size']} rows x {log['context']} tokens |
+| tokens processed | {log['tokens_processed']:,} ({log['epochs']:.2f} passes over the training text) |
+| tokens predicted (in the loss) | {log['tokens_predicted']:,} ({log['tokens_predicted'] / log['tokens_processed']:.1%} of those processed) |
+| row length | {_warmup_text(log)} |
+| optimiser | AdamW (beta 0.9/0.98, weight decay 0.01 except biases and LayerNorm), gradient clipping at 1.0 |
+| learning rate | peak {log['peak_lr']:g}, linear warm-up over 5 % of the steps, cosine decay to 10 % |
+| hardware | {log['device']} ({log['hardware']}), {log['torch_threads']} thread{'s' if log['torch_threads'] > 1 else ''}, bf16 autocast: {log['bf16_autocast']} |
+| wall time | {_minutes(log['seconds'])}, CPU time {_minutes(log['cpu_seconds'])} (on a 2-core machine that also ran other work, so CPU time is the better measure of the cost) |
+
+## Results
+
+| measure | value |
+|---|---|
+| final training loss (mean of the last {log.get('log_every', 10)} steps) | {log['final_train_loss']:.3f} nats |
+{results}
+Held-out loss during training (first 64 held-out rows; the full-set number above is the final word):
+
+{curve_table(log)}
+
+The full curve is in `train_log.json` (`records`: training loss every {log.get('log_every', 10)} steps;
+`evals`: held-out loss) and `train_log.csv`.
+
+## Reproduce
+
+From the repository root, with the pinned environment (`make setup`):
+
+```sh
+python -m week6_pretraining.tokenizer      # data/tokenizer/austen-wordpiece (deterministic)
+{reproduce_command(objective, log)}
+python -m week6_pretraining.evaluate       # metrics into both cards, SHA256SUMS
+```
+
+On the same hardware and thread count the run is deterministic for a given seed; other
+hardware gives slightly different numbers. {gpu_note}
+
+## Files
+
+{", ".join(f"`{f}`" for f in files)}, this `README.md`; `SHA256SUMS` lists their sha256
+(`sha256sum -c SHA256SUMS`). `eval_results.json` holds the results above.
+
+## Licence
+
+The training text is in the public domain (Jane Austen, 1811-1817; packaging MIT, see
+`data/corpus/README.md`). The weights, the tokenizer and the code that produced them are
+released under the MIT licence of this repository.
+"""
+
+
+def write_card(folder: Path, objective: str, log: dict, metrics: dict) -> None:
+    size = (folder / "model.safetensors").stat().st_size
+    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name not in ("README.md", "SHA256SUMS"))
+    (folder / "README.md").write_text(render(objective, log, metrics, size, files))

@@ -1,0 +1,82 @@
+"""The corpus as one long stream of token ids, served as fixed-length windows.
+
+Both models read exactly the same rows: ``[CLS]`` followed by consecutive tokens
+of the stream (127 of them once training is past its short-row warm-up, see
+``train.py``), where every paragraph ends in ``[SEP]``. For BERT the
+``[CLS] ... [SEP]`` frame matches what the tokenizer produces for a sentence;
+for GPT, ``[CLS]`` plays the beginning-of-text token and ``[SEP]`` the
+end-of-paragraph token it learns to predict. Packing paragraphs back to back
+wastes no compute on padding, which is what both BERT (RoBERTa-style) and GPT
+pre-training do in practice.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO / "data" / "corpus"
+TOKENIZER_DIR = REPO / "data" / "tokenizer" / "austen-wordpiece"
+CONTEXT = 128  # tokens per row, [CLS] included
+
+
+def load_tokenizer(folder: Path = TOKENIZER_DIR):
+    from transformers import AutoTokenizer
+
+    if not (folder / "tokenizer.json").is_file():
+        raise FileNotFoundError(f"{folder} has no tokenizer.json: run `python -m week6_pretraining.tokenizer`")
+    return AutoTokenizer.from_pretrained(folder)
+
+
+def token_stream(tokenizer, part: str = "train", corpus: Path = CORPUS) -> torch.Tensor:
+    """All paragraphs of ``austen_<part>.txt``, each followed by [SEP], as one int64 tensor."""
+    lines = (corpus / f"austen_{part}.txt").read_text(encoding="utf-8").splitlines()
+    # The Rust tokenizer directly: the transformers wrapper would warn that paragraphs
+    # are longer than the models' context, which is fine here, they get cut later.
+    encoded = [e.ids for e in tokenizer.backend_tokenizer.encode_batch(lines, add_special_tokens=False)]
+    sep = tokenizer.sep_token_id
+    return torch.tensor([i for ids in encoded for i in (*ids, sep)], dtype=torch.long)
+
+
+def windows(stream: torch.Tensor, cls_id: int, offset: int = 0, context: int = CONTEXT) -> torch.Tensor:
+    """Cut ``stream[offset:]`` into non-overlapping rows of ``context - 1`` tokens, [CLS] in front.
+
+    The ragged tail is dropped. Returns LongTensor [n_rows, context].
+    """
+    body = context - 1
+    usable = (len(stream) - offset) // body * body
+    rows = stream[offset : offset + usable].view(-1, body)
+    return torch.cat([torch.full((len(rows), 1), cls_id, dtype=stream.dtype), rows], dim=1)
+
+
+class Batches:
+    """An endless, seeded supply of training batches.
+
+    Each pass over the data starts the windows at a fresh random offset and
+    visits them in a fresh random order, so after a few epochs the model has
+    seen every token in many different positions, not the same 127-token rows.
+    """
+
+    def __init__(self, stream: torch.Tensor, cls_id: int, batch_size: int, seed: int, context: int = CONTEXT):
+        self.stream, self.cls_id, self.batch_size, self.context = stream, cls_id, batch_size, context
+        self.generator = torch.Generator().manual_seed(seed)
+        self.epoch, self.rows, self.order, self.cursor = 0, None, None, 0
+        self._new_epoch(offset=0)  # the first pass uses the plain, unshifted windows
+
+    def _new_epoch(self, offset: int):
+        self.rows = windows(self.stream, self.cls_id, offset, self.context)
+        self.order = torch.randperm(len(self.rows), generator=self.generator)
+        self.cursor = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> torch.Tensor:
+        if self.cursor + self.batch_size > len(self.order):  # drop the ragged last batch
+            self.epoch += 1
+            offset = int(torch.randint(self.context - 1, (1,), generator=self.generator))
+            self._new_epoch(offset)
+        picked = self.order[self.cursor : self.cursor + self.batch_size]
+        self.cursor += self.batch_size
+        return self.rows[picked]
