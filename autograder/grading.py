@@ -19,9 +19,12 @@ submission that breaks the grader process itself costs only that submission.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
+import re
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -52,6 +55,18 @@ PROBE_MODULES = [
     "autograder.sandbox.exercise_probes",
     "autograder.sandbox.tripwires",
 ]
+# The transformers modules behind each fixture of the hidden suites. Importing one
+# takes seconds, and both sides need it: the worker builds the student's copy of a
+# model, this process the reference's. A suite's modules are therefore imported by
+# the worker at start-up and, at the same time, by a thread here, instead of one
+# after the other inside the first test that needs them.
+FIXTURE_MODULES = {
+    "decoder_lm": ["transformers.models.llama.modeling_llama"],
+    "bert_classifier": ["transformers.models.bert.modeling_bert"],
+    "bert_mlm": ["transformers.models.bert.modeling_bert"],
+    "bert_bare": ["transformers.models.bert.modeling_bert"],
+    "prompt_tokenizer": ["transformers.tokenization_utils_fast"],
+}
 
 
 @dataclass
@@ -64,13 +79,36 @@ class TestResult:
     message: str
 
 
+def warm_modules(stem: str) -> list[str]:
+    """The slow-to-import modules that the hidden suite of ``stem`` will need."""
+    suite = HIDDEN_DIR / f"test_{stem}.py"
+    if not suite.is_file():
+        return []
+    used = set(re.findall(r"""fixture\(\s*["'](\w+)["']""", suite.read_text(encoding="utf-8")))
+    return sorted({module for name in used for module in FIXTURE_MODULES.get(name, [])})
+
+
+def _import_in_background(modules: list[str]) -> threading.Thread:
+    def run() -> None:
+        for module in modules:
+            try:
+                importlib.import_module(module)
+            except ImportError:  # the test that needs it will report the problem
+                pass
+
+    thread = threading.Thread(target=run, name="warm-imports", daemon=True)
+    thread.start()
+    return thread
+
+
 # --------------------------------------------------------------------------- session
 class GradingSession:
     """The sandboxed worker of one submission, and what went wrong in it."""
 
     def __init__(self, plan: GradingPlan | None, *, device: str = "cpu", fatal: str | None = None,
-                 hidden_paths: list[str] | None = None):
+                 hidden_paths: list[str] | None = None, warm: list[str] | None = None):
         self.plan = plan
+        self.warm = list(warm or [])
         self.device = device
         self.fatal = fatal  # set when the notebook cannot be graded at all
         self.hidden_paths = hidden_paths or []
@@ -97,7 +135,7 @@ class GradingSession:
                            *(str(p) for p in sorted((REPO / "data").iterdir())
                              if p.is_dir() and p.name != "sample_submissions")],
             env={"WEEK6_CACHE": str(cache_dir()), "WEEK6_DATA": str(REPO / "data")},
-            preload=PROBE_MODULES,
+            preload=PROBE_MODULES + self.warm,
             threads=1,
         )
         self.sandbox = self.worker.sandbox
@@ -308,7 +346,9 @@ def grade_notebook(path: Path, *, student: str, device: str = "auto",
     except UnreadableNotebook as err:
         fatal = str(err)
 
-    session = GradingSession(plan, device=device, fatal=fatal, hidden_paths=hidden_paths)
+    warm = warm_modules(stem) if plan is not None else []
+    _import_in_background(warm)
+    session = GradingSession(plan, device=device, fatal=fatal, hidden_paths=hidden_paths, warm=warm)
     try:
         try:
             session.start()
