@@ -12,9 +12,11 @@ The flow for one notebook:
 4. A pytest plugin turns each test's outcome into a status, points and a
    message, never showing hidden-test code.
 
-``python -m autograder.grading NOTEBOOK --out FILE.json`` grades one notebook in
-its own process: the CLI runs one such process per submission so that a
-submission that breaks the grader process itself costs only that submission.
+The CLI grades each submission in a process of its own (``autograder.runner``,
+forked from a server that has imported all this once), so that a submission
+that breaks the grading process itself costs only that submission.
+``python -m autograder.grading NOTEBOOK --out FILE.json`` does the same for one
+notebook from a shell.
 """
 from __future__ import annotations
 
@@ -88,7 +90,9 @@ def warm_modules(stem: str) -> list[str]:
     return sorted({module for name in used for module in FIXTURE_MODULES.get(name, [])})
 
 
-def _import_in_background(modules: list[str]) -> threading.Thread:
+def _import_in_background(modules: list[str]) -> None:
+    """Import ``modules`` in a daemon thread (a no-op for those the fork server preloaded)."""
+
     def run() -> None:
         for module in modules:
             try:
@@ -96,9 +100,7 @@ def _import_in_background(modules: list[str]) -> threading.Thread:
             except ImportError:  # the test that needs it will report the problem
                 pass
 
-    thread = threading.Thread(target=run, name="warm-imports", daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=run, name="warm-imports", daemon=True).start()
 
 
 # --------------------------------------------------------------------------- session

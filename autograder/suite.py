@@ -167,6 +167,16 @@ def expect_number(actual: Any, expected: float, *, rel: float = 1e-6, abs_tol: f
         raise GradingFailure(f"{what} is {actual!r}, expected {expected!r} (rel {rel:g}, abs {abs_tol:g})")
 
 
+def expect_pair(actual: Any, *, what: str, names: str = "a tuple of two values") -> tuple[Any, Any]:
+    """A tuple or list of exactly two values (e.g. ``(probs, ids)``), unpacked."""
+    if type(actual) not in (tuple, list):
+        raise GradingFailure(f"{what} must return a pair ({names}), got {type(actual).__name__}")
+    if len(actual) != 2:
+        raise GradingFailure(f"{what} must return a pair ({names}), got a {type(actual).__name__} "
+                             f"of length {len(actual)}")
+    return actual[0], actual[1]
+
+
 def expect(condition: bool, message: str) -> None:
     """A property check with the message a student needs to find the bug."""
     if not condition:

@@ -12,7 +12,7 @@ import torch
 
 from autograder.reference import scoring
 from autograder.sandbox import item_probes  # noqa: F401  (registers the probes used below)
-from autograder.suite import expect, expect_close, expect_equal, expect_tensor, graded, on_devices
+from autograder.suite import expect, expect_close, expect_equal, expect_pair, expect_tensor, graded, on_devices
 
 MASK = 7  # a [MASK] id that is not BERT's 103: the function must use the argument
 
@@ -34,15 +34,8 @@ def _logits(length: int, vocab: int, *, seed: int, device: str, scale: float = 3
     return (torch.randn(length, vocab, generator=_gen(seed)) * scale).to(device)
 
 
-def _pair(value, what: str):
-    expect(type(value) in (tuple, list) and len(value) == 2,
-           f"{what} must return a pair (probs, ids), got {type(value).__name__}"
-           + (f" of length {len(value)}" if type(value) in (tuple, list) else ""))
-    return value
-
-
 def _expect_predictions(value, logits, ids, k: int, *, what: str, device: str, atol: float = 1e-6) -> None:
-    probs, top_ids = _pair(value, what)
+    probs, top_ids = expect_pair(value, what=what, names="probs, ids")
     expected_probs, expected_ids = scoring.top_k_mask_predictions(logits, ids, MASK, k)
     n = expected_ids.size(0)
     expect_tensor(probs, dtype=torch.float32, shape=(n, k), device=device,
@@ -115,7 +108,7 @@ def test_top_k_mask_predictions_precision_and_bad_k(student, device):
                                  "logits.float())")
     huge = _logits(length, vocab, seed=32, device=device, scale=50.0) + 1000.0
     value = student.call(huge, ids, MASK, 4)
-    probs, _ = _pair(value, "top_k_mask_predictions of logits around 1000")
+    probs, _ = expect_pair(value, what="top_k_mask_predictions of logits around 1000", names="probs, ids")
     expect(type(probs) is torch.Tensor and bool(torch.isfinite(probs).all()),
            "top_k_mask_predictions of logits around 1000 gave NaN or inf: use a stable softmax")
     _expect_predictions(value, huge, ids, 4, device=device, what="top_k_mask_predictions of logits around 1000")

@@ -9,7 +9,8 @@ import torch
 from autograder.reference import answers, arithmetic, scoring
 from autograder.sandbox import item_probes  # noqa: F401  (registers the fixtures used below)
 from autograder.sandbox.fixtures import build_fixture, fixture
-from autograder.suite import expect, expect_close, expect_equal, expect_number, expect_tensor, graded, on_devices
+from autograder.suite import (expect, expect_close, expect_equal, expect_number, expect_pair, expect_tensor, graded,
+                             on_devices)
 
 
 def _randn(*shape: int, seed: int, scale: float = 1.0, device: str = "cpu",
@@ -80,10 +81,7 @@ def test_sequence_logprob_edge_cases(student, device):
 
 # =============================================================== top_k_next_tokens (2)
 def _top_k(student, logits: torch.Tensor, k: int):
-    value = student.call(logits, k)
-    expect(type(value) in (tuple, list) and len(value) == 2,
-           f"top_k_next_tokens must return a pair (probs, ids), got {type(value).__name__}")
-    return value
+    return expect_pair(student.call(logits, k), what="top_k_next_tokens", names="probs, ids")
 
 
 def _expect_top_k(student, logits: torch.Tensor, k: int, what: str, *, atol: float = 1e-7) -> None:

@@ -23,6 +23,7 @@ from autograder.suite import (
     expect_close,
     expect_equal,
     expect_number,
+    expect_pair,
     expect_tensor,
     graded,
     on_devices,
@@ -37,13 +38,6 @@ def _gen(seed: int) -> torch.Generator:
 def _randn(*shape: int, seed: int, scale: float = 1.0, device: str = "cpu",
            dtype: torch.dtype = torch.float32) -> torch.Tensor:
     return (torch.randn(*shape, generator=_gen(seed)) * scale).to(device=device, dtype=dtype)
-
-
-def _pair(value, what: str):
-    expect(type(value) in (tuple, list) and len(value) == 2,
-           f"{what} must return a pair (a tuple of two tensors), got {type(value).__name__}"
-           + (f" of length {len(value)}" if type(value) in (tuple, list) else ""))
-    return value
 
 
 def _expect_dict_close(actual, expected: dict, *, rel: float, abs_tol: float = 0.0, what: str) -> None:
@@ -80,7 +74,7 @@ def _mask_tokens(student, ids: torch.Tensor, device: str, *, seed: int, repeat: 
                           seed=seed, device=device, repeat=repeat)
     pairs = []
     for value in reply["values"]:
-        masked, labels = _pair(value, "mask_tokens")
+        masked, labels = expect_pair(value, what="mask_tokens", names="input_ids, labels")
         masked = expect_tensor(masked, dtype=ids.dtype, shape=ids.shape, device=device, what="masked_ids")
         labels = expect_tensor(labels, dtype=ids.dtype, shape=ids.shape, device=device, what="labels")
         pairs.append((masked.cpu(), labels.cpu()))
@@ -292,7 +286,8 @@ def _qkv(batch_dims: tuple[int, ...], t_q: int, t_k: int, d: int, dv: int, *, se
 
 
 def _attention(student, q, k, v, **kwargs):
-    output, weights = _pair(student.call(q, k, v, **kwargs), "scaled_dot_product_attention")
+    output, weights = expect_pair(student.call(q, k, v, **kwargs), what="scaled_dot_product_attention",
+                                  names="output, weights")
     return output, weights
 
 

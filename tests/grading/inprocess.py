@@ -9,8 +9,14 @@ depends on anything the protocol would refuse fails here too.
 """
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
+import torch
+
+from autograder import grading
 from autograder.sandbox import protocol
 from autograder.sandbox.errors import StudentError
 from autograder.sandbox.fixtures import resolve_fixtures
@@ -56,3 +62,41 @@ def reference_namespace() -> dict[str, Any]:
         module = importlib.import_module(f"autograder.reference.{module_info.name}")
         namespace.update({k: v for k, v in vars(module).items() if not k.startswith("_")})
     return namespace
+
+
+# A test that crashed inside a hidden suite says this in its message.
+GRADER_BUG = "the grader could not run this test"
+
+
+@contextlib.contextmanager
+def grading_environment() -> Iterator[None]:
+    """One CPU thread (threads fight over a busy CPU) and no tracebacks from the
+    inner pytest runs (the results carry the messages)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("PYTEST_ADDOPTS", "--tb=no -p no:warnings")
+            yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def grade_in_process(stem: str, namespace: dict[str, Any]) -> list[grading.TestResult]:
+    """The hidden suite of ``stem`` with ``namespace`` playing the student, on the CPU."""
+    return grading.run_hidden_suite(stem, InProcessSession(namespace), device="cpu")
+
+
+def points_per_cell(results) -> dict[str, tuple[float, float]]:
+    """cell -> (points earned, points available)."""
+    cells: dict[str, tuple[float, float]] = {}
+    for result in results:
+        earned, available = cells.get(result.grade_id, (0.0, 0.0))
+        cells[result.grade_id] = (earned + result.points, available + result.max_points)
+    return cells
+
+
+def failures(results, cell: str | None = None) -> str:
+    """The tests that did not pass (of ``cell``), one line each, for assertion messages."""
+    return "\n".join(f"  {r.test} [{r.status}] {r.message[:300]}" for r in results
+                     if r.status != "passed" and (cell is None or r.grade_id == cell))

@@ -31,7 +31,14 @@ import autograder.grading as grading  # noqa: E402
 from autograder import notebook  # noqa: E402
 from autograder.reference import exercises, scoring  # noqa: E402
 from autograder.sandbox import exercise_probes, item_probes  # noqa: E402,F401  (probes and fixtures of the suites)
-from tests.grading.inprocess import InProcessSession, reference_namespace  # noqa: E402
+from tests.grading.inprocess import (  # noqa: E402
+    GRADER_BUG,
+    failures,
+    grade_in_process,
+    grading_environment,
+    points_per_cell,
+    reference_namespace,
+)
 
 CELL_POINTS: dict[str, dict[str, float]] = {
     "exercise1_masked_predictions": {"test_top_k_mask_predictions": 3},
@@ -48,7 +55,6 @@ FUNCTIONS = {
     "exercise3_classification_as_generation": ["build_prompt", "label_log_probs", "classify_by_generation"],
     "exercise4_model_size": ["truncate_encoder", "training_flops", "count_encoder_parameters"],
 }
-GRADER_BUG = "the grader could not run this test"
 
 
 def cell_of(name: str) -> str:
@@ -420,14 +426,10 @@ ALTERNATIVES: dict[str, list[dict[str, object]]] = {
 # ============================================================================ the tests
 @pytest.fixture(scope="module", autouse=True)
 def _grading_environment():
-    """Cell points from the table above; one CPU thread; no tracebacks from the inner pytest runs."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    with pytest.MonkeyPatch.context() as patch:
+    """Cell points from the table above (checked against the notebooks below)."""
+    with grading_environment(), pytest.MonkeyPatch.context() as patch:
         patch.setattr(grading, "test_cell_points", lambda stem: dict(CELL_POINTS[stem]))
-        patch.setenv("PYTEST_ADDOPTS", "--tb=no -p no:warnings")
         yield
-    torch.set_num_threads(threads)
 
 
 def _namespace(**overrides) -> dict:
@@ -436,29 +438,12 @@ def _namespace(**overrides) -> dict:
     return namespace
 
 
-def _grade(stem: str, namespace: dict) -> list[grading.TestResult]:
-    return grading.run_hidden_suite(stem, InProcessSession(namespace), device="cpu")
-
-
-def _per_cell(results) -> dict[str, tuple[float, float]]:
-    cells: dict[str, tuple[float, float]] = {}
-    for result in results:
-        earned, available = cells.get(result.grade_id, (0.0, 0.0))
-        cells[result.grade_id] = (earned + result.points, available + result.max_points)
-    return cells
-
-
-def _failures(results, cell: str | None = None) -> str:
-    return "\n".join(f"  {r.test} [{r.status}] {r.message[:300]}" for r in results
-                     if r.status != "passed" and (cell is None or r.grade_id == cell))
-
-
 @pytest.mark.parametrize("stem", STEMS)
 def test_reference_earns_every_point(stem):
-    results = _grade(stem, _namespace())
+    results = grade_in_process(stem, _namespace())
     assert results, f"the suite of {stem} ran no test"
-    assert all(r.status == "passed" for r in results), "the reference lost points:\n" + _failures(results)
-    cells = _per_cell(results)
+    assert all(r.status == "passed" for r in results), "the reference lost points:\n" + failures(results)
+    cells = points_per_cell(results)
     assert set(cells) == set(CELL_POINTS[stem]), f"cells graded by the suite: {sorted(cells)}"
     for cell, points in CELL_POINTS[stem].items():
         assert cells[cell] == (points, points), f"{cell}: earned/available {cells[cell]}, the cell has {points}"
@@ -479,9 +464,9 @@ ALTERNATIVE_ROUNDS = [pytest.param(stem, index, id=f"{stem}-{index}")
 
 @pytest.mark.parametrize("stem, index", ALTERNATIVE_ROUNDS)
 def test_alternative_correct_solutions_earn_every_point(stem, index):
-    results = _grade(stem, _namespace(**ALTERNATIVES[stem][index]))
+    results = grade_in_process(stem, _namespace(**ALTERNATIVES[stem][index]))
     assert all(r.status == "passed" for r in results), (
-        f"correct solutions written differently from the reference lost points:\n{_failures(results)}")
+        f"correct solutions written differently from the reference lost points:\n{failures(results)}")
 
 
 MUTANT_ROUNDS = [pytest.param(stem, index, id=f"{stem}-{index}")
@@ -493,20 +478,20 @@ def test_wrong_solutions_lose_points_on_their_cell(stem, index):
     mutants = MUTANTS[stem][index]
     mutated_cells = {cell_of(name) for name in mutants}
     assert len(mutated_cells) == len(mutants), "one mutant per cell and round"
-    results = _grade(stem, _namespace(**mutants))
-    assert not any(GRADER_BUG in r.message for r in results), "a test crashed:\n" + _failures(results)
-    cells = _per_cell(results)
+    results = grade_in_process(stem, _namespace(**mutants))
+    assert not any(GRADER_BUG in r.message for r in results), "a test crashed:\n" + failures(results)
+    cells = points_per_cell(results)
     for name, mutant in mutants.items():
         earned, available = cells[cell_of(name)]
         assert earned < available, f"{mutant.__name__} kept all {available} points of {cell_of(name)}"
     for cell, (earned, available) in cells.items():
         if cell not in mutated_cells:
-            assert earned == available, f"{cell} lost points although it was not mutated:\n{_failures(results, cell)}"
+            assert earned == available, f"{cell} lost points although it was not mutated:\n{failures(results, cell)}"
 
 
 @pytest.mark.parametrize("constant", [classify_always_negative, classify_always_positive])
 def test_every_classification_test_needs_both_classes(constant):
-    results = _grade("exercise3_classification_as_generation", _namespace(classify_by_generation=constant))
+    results = grade_in_process("exercise3_classification_as_generation", _namespace(classify_by_generation=constant))
     graded = [r for r in results if r.grade_id == "test_classify_by_generation"]
     assert graded and all(r.status == "failed" for r in graded), (
         f"{constant.__name__} passed a classification test:\n"
@@ -519,7 +504,7 @@ def test_not_implemented_scores_zero_with_error_status(stem):
         raise NotImplementedError
 
     stubs = dict.fromkeys(FUNCTIONS[stem], stub)
-    results = _grade(stem, _namespace(**stubs))
+    results = grade_in_process(stem, _namespace(**stubs))
     graded_cells = {cell_of(name) for name in stubs}
     stubbed = [r for r in results if r.grade_id in graded_cells]
     assert {r.grade_id for r in stubbed} == graded_cells

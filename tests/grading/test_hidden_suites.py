@@ -24,11 +24,17 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # --import-mode=importlib does not add it
     sys.path.insert(0, str(REPO))
 
-import autograder.grading as grading  # noqa: E402
 from autograder import notebook  # noqa: E402
 from autograder.reference import arithmetic  # noqa: E402
 from autograder.sandbox import item_probes  # noqa: E402,F401  (the probes and fixtures of the suites)
-from tests.grading.inprocess import InProcessSession, reference_namespace  # noqa: E402
+from tests.grading.inprocess import (  # noqa: E402
+    GRADER_BUG,
+    failures,
+    grade_in_process,
+    grading_environment,
+    points_per_cell,
+    reference_namespace,
+)
 from tests.grading.variants import ALTERNATIVES, MUTANTS, cell_of  # noqa: E402
 
 # The notebooks whose hidden suites are exercised here, and the points of their
@@ -47,19 +53,12 @@ FUNCTIONS = {
     "exercise5_span_corruption": ["random_spans_noise_mask", "span_corrupt"],
     "part_a_discovery": ["sequence_logprob", "top_k_next_tokens", "pretraining_costs"],
 }
-GRADER_BUG = "the grader could not run this test"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _grading_environment():
-    """One CPU thread (threads fight over a busy CPU); no tracebacks from the inner
-    pytest runs (the results carry the messages)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PYTEST_ADDOPTS", "--tb=no -p no:warnings")
+    with grading_environment():
         yield
-    torch.set_num_threads(threads)
 
 
 def _namespace(**overrides) -> dict:
@@ -70,30 +69,12 @@ def _namespace(**overrides) -> dict:
     return namespace
 
 
-def _grade(stem: str, namespace: dict) -> list[grading.TestResult]:
-    return grading.run_hidden_suite(stem, InProcessSession(namespace), device="cpu")
-
-
-def _per_cell(results) -> dict[str, tuple[float, float]]:
-    """cell -> (points earned, points available)."""
-    cells: dict[str, tuple[float, float]] = {}
-    for result in results:
-        earned, available = cells.get(result.grade_id, (0.0, 0.0))
-        cells[result.grade_id] = (earned + result.points, available + result.max_points)
-    return cells
-
-
-def _failures(results, cell: str | None = None) -> str:
-    return "\n".join(f"  {r.test} [{r.status}] {r.message[:300]}" for r in results
-                     if r.status != "passed" and (cell is None or r.grade_id == cell))
-
-
 _REFERENCE_RESULTS: dict[str, list] = {}
 
 
 def _reference_results(stem: str):
     if stem not in _REFERENCE_RESULTS:
-        _REFERENCE_RESULTS[stem] = _grade(stem, _namespace())
+        _REFERENCE_RESULTS[stem] = grade_in_process(stem, _namespace())
     return _REFERENCE_RESULTS[stem]
 
 
@@ -102,8 +83,8 @@ def _reference_results(stem: str):
 def test_reference_earns_every_point(stem):
     results = _reference_results(stem)
     assert results, f"the suite of {stem} ran no test"
-    assert all(r.status == "passed" for r in results), "the reference lost points:\n" + _failures(results)
-    cells = _per_cell(results)
+    assert all(r.status == "passed" for r in results), "the reference lost points:\n" + failures(results)
+    cells = points_per_cell(results)
     assert set(cells) == set(CELL_POINTS[stem]), f"cells graded by the suite: {sorted(cells)}"
     for cell, points in CELL_POINTS[stem].items():
         assert cells[cell] == (points, points), f"{cell}: earned/available {cells[cell]}, the cell has {points}"
@@ -111,9 +92,9 @@ def test_reference_earns_every_point(stem):
 
 @pytest.mark.parametrize("stem", STEMS)
 def test_alternative_correct_solutions_earn_every_point(stem):
-    results = _grade(stem, _namespace(**ALTERNATIVES[stem]))
+    results = grade_in_process(stem, _namespace(**ALTERNATIVES[stem]))
     assert all(r.status == "passed" for r in results), (
-        f"correct solutions written differently from the reference lost points:\n{_failures(results)}")
+        f"correct solutions written differently from the reference lost points:\n{failures(results)}")
 
 
 # --------------------------------------------------------------------------- wrong solutions
@@ -126,15 +107,15 @@ def test_wrong_solutions_lose_points_on_their_cell(stem, index):
     mutants = MUTANTS[stem][index]
     mutated_cells = {cell_of(name) for name in mutants}
     assert len(mutated_cells) == len(mutants), "one mutant per cell and round"
-    results = _grade(stem, _namespace(**mutants))
-    assert not any(GRADER_BUG in r.message for r in results), "a test crashed:\n" + _failures(results)
-    cells = _per_cell(results)
+    results = grade_in_process(stem, _namespace(**mutants))
+    assert not any(GRADER_BUG in r.message for r in results), "a test crashed:\n" + failures(results)
+    cells = points_per_cell(results)
     for name, mutant in mutants.items():
         earned, available = cells[cell_of(name)]
         assert earned < available, f"{getattr(mutant, '__name__', name)} kept all {available} points of {cell_of(name)}"
     for cell, (earned, available) in cells.items():
         if cell not in mutated_cells:
-            assert earned == available, f"{cell} lost points although it was not mutated:\n{_failures(results, cell)}"
+            assert earned == available, f"{cell} lost points although it was not mutated:\n{failures(results, cell)}"
 
 
 @pytest.mark.parametrize("stem", STEMS)
@@ -147,7 +128,7 @@ def test_not_implemented_scores_zero_with_error_status(stem):
             raise NotImplementedError
 
     stubs = {name: StubLayer if name[0].isupper() else stub for name in FUNCTIONS[stem]}
-    results = _grade(stem, _namespace(**stubs))
+    results = grade_in_process(stem, _namespace(**stubs))
     graded_cells = {cell_of(name) for name in stubs}
     stubbed = [r for r in results if r.grade_id in graded_cells]
     assert {r.grade_id for r in stubbed} == graded_cells

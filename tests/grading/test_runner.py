@@ -1,0 +1,82 @@
+"""The job runner: each grading job in a process forked from the preloaded fork server.
+
+Whatever a job does (exit, raise, die of a signal, hang with a child that left
+its process group), the caller gets a status back, and nothing it started lives on.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # --import-mode=importlib does not add it
+    sys.path.insert(0, str(REPO))
+
+from autograder import runner  # noqa: E402
+from tests.grading import runner_jobs  # noqa: E402
+
+
+def test_job_runs_forked_from_the_preloaded_server_in_its_own_session(tmp_path):
+    out, log = tmp_path / "out.json", tmp_path / "log.txt"
+    status = runner.run_forked(runner_jobs.describe_process, (str(out),), timeout=120, log_path=log)
+    assert status == 0, log.read_text()
+    facts = json.loads(out.read_text())
+    assert facts["pid"] != os.getpid()
+    assert facts["sid"] == facts["pid"], "each job leads a session of its own"
+    assert Path(facts["cwd"]) == runner.REPO
+    # Imported by the server before the fork, not by the job: this is the saving.
+    assert set(facts["preloaded"]) == {"torch", "pytest", "transformers.models.bert.modeling_bert",
+                                       "autograder.grading"}
+    assert facts["cuda_initialized"] is False
+    assert "hello from the job" in log.read_text()
+
+
+def test_two_jobs_are_two_fresh_processes(tmp_path):
+    pids = []
+    for index in range(2):
+        out = tmp_path / f"out{index}.json"
+        assert runner.run_forked(runner_jobs.describe_process, (str(out),), timeout=120,
+                                 log_path=tmp_path / f"log{index}.txt") == 0
+        pids.append(json.loads(out.read_text())["pid"])
+    assert pids[0] != pids[1]
+
+
+@pytest.mark.parametrize("job, args, expected, in_log", [
+    (runner_jobs.exit_with, (3,), 3, "leaving with 3"),
+    (runner_jobs.raise_error, (), 1, "the job broke on purpose"),
+    (runner_jobs.kill_itself, (), -11, ""),
+])
+def test_exit_status_and_log_of_a_failing_job(tmp_path, job, args, expected, in_log):
+    log = tmp_path / "log.txt"
+    assert runner.run_forked(job, args, timeout=120, log_path=log) == expected
+    assert in_log in log.read_text()
+
+
+def test_a_job_past_its_deadline_is_killed_with_everything_it_started(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    started = time.monotonic()
+    status = runner.run_forked(runner_jobs.hang_with_escaped_child, (str(pid_file),), timeout=8,
+                               log_path=tmp_path / "log.txt")
+    assert status is None, "a timeout is reported as None"
+    assert time.monotonic() - started < 60
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the job's child (in a session of its own) outlived the job"
+        time.sleep(0.1)
+
+
+def test_a_failed_grading_process_becomes_a_report(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "run_forked", lambda *a, **k: None)
+    report = runner.grade_in_subprocess(tmp_path / "x.ipynb", student="eve", device="cpu", timeout=5)
+    assert report["score"] == 0 and report["sandbox"] == "none"
+    assert "did not finish within 5 s" in report["warnings"][0]
+    monkeypatch.setattr(runner, "run_forked", lambda *a, **k: 1)
+    report = runner.grade_in_subprocess(tmp_path / "x.ipynb", student="eve", device="cpu")
+    assert report["warnings"][0].startswith("the grader process failed (exit 1)")
