@@ -7,9 +7,9 @@ back, with the reason in ``warnings``.
 
 The processes are forked from a *fork server* (``multiprocessing``'s
 ``forkserver``) that has imported torch, transformers, pytest and the grader
-once. Starting Python and importing those costs about 5 s of CPU; paid once per
-class instead of once per submission, it is about half of what grading one
-submission costs. Each job is still a fresh process, forked from the server's
+once. Starting Python and importing those costs seconds of CPU; paid once per
+run instead of once per submission, that saves close to half of the time per
+submission (README, "Grading speed"). Each job is still a fresh process, forked from the server's
 pristine state (never from a process that graded someone else), in a session of
 its own so that the whole job can be killed; the server itself never runs a
 tensor operation or touches CUDA, so forking it is safe.
