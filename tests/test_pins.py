@@ -53,3 +53,41 @@ def test_lock_agrees_with_direct_pins(repo_root):
     lock = _pins((repo_root / "requirements.lock").read_text().splitlines())
     for name, version in _pins(_pyproject(repo_root)["project"]["dependencies"]).items():
         assert lock.get(name) == version, f"requirements.lock has {name}=={lock.get(name)}, pyproject {version}"
+
+
+def test_supported_pythons_agree(repo_root):
+    """pyproject's requires-python, the Makefile's start-up check and the README name the same versions."""
+    requires = _pyproject(repo_root)["project"]["requires-python"]
+    assert requires == ">=3.11,<3.13", requires
+    makefile = (repo_root / "Makefile").read_text()
+    assert "(3, 11) <= sys.version_info[:2] <= (3, 12)" in makefile
+    assert "Python 3.11 or 3.12" in (repo_root / "README.md").read_text()
+
+
+def test_lock_installs_on_every_supported_python(repo_root):
+    """Every unconditional pin of the lock accepts the oldest and newest supported Python.
+
+    Read from the metadata of the installed releases (the ones the lock pins). A
+    release that needs a newer Python (soupsieve >= 3 needs 3.11.5; Debian 12 ships
+    3.11.2) must carry an environment marker, with a fallback pin for the others.
+    """
+    from importlib import metadata
+
+    from packaging.specifiers import SpecifierSet
+
+    unconditional = _pins((repo_root / "requirements.lock").read_text().splitlines())
+    assert unconditional, "no pins found in requirements.lock"
+    excluding = []
+    for name, version in unconditional.items():
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # not installed here (e.g. a platform-specific pin)
+        if dist.version != version:
+            continue
+        requires = dist.metadata.get("Requires-Python")
+        if requires and not all(v in SpecifierSet(requires) for v in ("3.11.0", "3.12.0")):
+            excluding.append(f"{name}=={version} (Requires-Python {requires})")
+    assert not excluding, "pins that exclude a supported Python: " + ", ".join(excluding)
+    markers = [line for line in (repo_root / "requirements.lock").read_text().splitlines() if ";" in line]
+    assert all("python_full_version" in line for line in markers), markers
