@@ -68,16 +68,21 @@ def special_ids(tokenizer) -> list[int]:
     return sorted(set(tokenizer.all_special_ids))
 
 
-# ----------------------------------------------------------------------------- one step
-def mlm_step_loss(model, rows, tokenizer, generator, mask_fn, mlm_loss_fn):
-    """Corrupt ``rows`` BERT-style and return (loss, number of predicted tokens)."""
-    masked, labels = mask_fn(
+def mask_rows(mask_fn, rows, tokenizer, generator):
+    """(masked inputs, labels): ``mask_fn`` (a ``mask_tokens``) with the tokenizer's ids."""
+    return mask_fn(
         rows,
         mask_token_id=tokenizer.mask_token_id,
         vocab_size=len(tokenizer),
         special_token_ids=special_ids(tokenizer),
         generator=generator,
     )
+
+
+# ----------------------------------------------------------------------------- one step
+def mlm_step_loss(model, rows, tokenizer, generator, mask_fn, mlm_loss_fn):
+    """Corrupt ``rows`` BERT-style and return (loss, number of predicted tokens)."""
+    masked, labels = mask_rows(mask_fn, rows, tokenizer, generator)
     # Only the selected ~15 % of positions are scored, so only they go through the
     # vocabulary-sized output layer: same loss, about a third less compute per step.
     hidden = model.bert(input_ids=masked).last_hidden_state
@@ -104,19 +109,10 @@ def heldout_batches(tokenizer, objective, n_rows=None, device="cpu", batch_size=
     if n_rows is not None:
         rows = rows[:n_rows]
     if objective == "clm":
-        pairs = [(rows, rows)]
+        inputs, targets = rows, rows
     else:
-        mask_fn = mask_fn or reference_functions()[0]
         generator = torch.Generator().manual_seed(HELDOUT_MASK_SEED)
-        masked, labels = mask_fn(
-            rows,
-            mask_token_id=tokenizer.mask_token_id,
-            vocab_size=len(tokenizer),
-            special_token_ids=special_ids(tokenizer),
-            generator=generator,
-        )
-        pairs = [(masked, labels)]
-    inputs, targets = pairs[0]
+        inputs, targets = mask_rows(mask_fn or reference_functions()[0], rows, tokenizer, generator)
     return [
         (inputs[i : i + batch_size].to(device), targets[i : i + batch_size].to(device))
         for i in range(0, len(inputs), batch_size)
