@@ -31,31 +31,9 @@ from .notebook import REPO
 # only what student code may import.
 DEFAULT_HIDDEN = [str(REPO)]
 JOB_TIMEOUT = 900.0
-# What every grading process needs, imported once by the fork server. A module
-# missing here costs time, never correctness: the job imports it itself.
-PRELOAD = [
-    "torch",
-    "pytest",
-    "transformers",
-    "transformers.models.bert.modeling_bert",
-    "transformers.models.llama.modeling_llama",
-    "transformers.tokenization_utils_fast",
-    "week6_helpers.assets",
-    "autograder.grading",
-    "autograder.sandbox.launcher",
-    "autograder.reference",
-    "autograder.reference.answers",
-    "autograder.reference.arithmetic",
-    "autograder.reference.attention",
-    "autograder.reference.decoding",
-    "autograder.reference.exercises",
-    "autograder.reference.finetuning",
-    "autograder.reference.lora",
-    "autograder.reference.losses",
-    "autograder.reference.masking",
-    "autograder.reference.scoring",
-    "autograder.reference.span_corruption",
-]
+# Imported once by the fork server: torch, pytest, the grader, the transformers
+# modules of the suites' fixtures and every reference module (see preload.py).
+PRELOAD = ["autograder.preload"]
 
 _context_lock = threading.Lock()
 _context = None
