@@ -36,12 +36,12 @@ import pytest
 
 from . import forbidden
 from .notebook import REPO, GradingPlan, UnreadableNotebook, plan_grading, read_notebook, test_cell_points
+from .report import bounded, clip
 from .suite import CellFailed, Forbidden, GradingFailure, Missing, active_session
 
 HIDDEN_DIR = Path(__file__).resolve().parent / "hidden"
 log = logging.getLogger("autograder")
 
-STATUSES = ("passed", "failed", "error", "timeout", "forbidden", "missing")
 # Seconds of wall clock for executing one solution cell and for one call. The
 # hidden tests' calls take well under a second on a laptop CPU; an item that has
 # hung once gets HUNG_TIMEOUT for its later tests, so one infinite loop costs a
@@ -250,7 +250,7 @@ def classify(excinfo) -> tuple[str, str]:
         tail = "\n".join(err.traceback.strip().splitlines()[-4:]) if err.traceback else ""
         return "error", f"your code raised {detail}" + (f"\n{tail}" if tail else "")
     if isinstance(err, (GradingFailure, AssertionError)):
-        return "failed", str(err) or "the result is not what the reference computes"
+        return "failed", clip(str(err)) or "the result is not what the reference computes"
     log.error("grader error in a hidden test: %r", err)
     return "error", f"the grader could not run this test ({type(err).__name__}); please tell the course staff"
 
@@ -281,8 +281,9 @@ class ResultCollector:
             status, message = classify(call.excinfo)
         else:
             return
+        # Clipped here, before anything keeps it: a message may quote a returned value.
         self.rows.append(dict(cell=marker.kwargs["cell"], function=function, test=item.name,
-                              points=float(marker.kwargs["points"]), status=status, message=message))
+                              points=float(marker.kwargs["points"]), status=status, message=clip(message)))
 
     def results(self) -> list[TestResult]:
         """Share each test's points among its variants that ran (CPU, CUDA)."""
@@ -363,7 +364,7 @@ def grade_notebook(path: Path, *, student: str, device: str = "auto",
 
     max_score = sum(test_cell_points(stem).values()) if known else 0.0
     score = round(sum(r.points for r in results), 4)
-    return {
+    return bounded({
         "student": student,
         "assignment": "week6",
         "notebook": Path(path).name,
@@ -374,7 +375,7 @@ def grade_notebook(path: Path, *, student: str, device: str = "auto",
         "duration_s": round(time.perf_counter() - started, 2),
         "tests": [asdict(r) for r in results],
         "warnings": warnings + ([fatal] if fatal else []),
-    }
+    })
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,7 @@ from traitlets import Float, Unicode
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .notebook import is_test_cell
+from .notebook import cell_points, is_test_cell
 from .runner import DEFAULT_HIDDEN, JOB_TIMEOUT, grade_in_subprocess
 
 
@@ -65,8 +65,7 @@ class SandboxedGrading(NbGraderPreprocessor):
         for cell in nb.cells:
             if not is_test_cell(cell):
                 continue
-            grade_id = cell.metadata["nbgrader"]["grade_id"]
-            max_points = float(cell.metadata["nbgrader"].get("points", 0))
+            grade_id, max_points = cell_points(cell)
             tests = by_cell.get(grade_id, [])
             earned = min(max_points, round(sum(t["points"] for t in tests), 4))
             if not tests:

@@ -9,10 +9,16 @@ each of its cells in the submission by ``grade_id``:
 * solution code cells come from the submission; a deleted, renamed or
   type-changed cell is reported as *missing* for the items that need it;
 * everything else in the submission (experiments, extra cells) is ignored.
+
+A submission's cell metadata is student-controlled JSON. Each cell's nbgrader
+metadata is checked against :data:`NBGRADER_SCHEMA` before anything reads it; a
+malformed cell is reported, never fatal: it counts as missing when it is one of
+the graded solution cells, and is ignored with a warning otherwise.
 """
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,7 +56,53 @@ class GradingPlan:
         return None
 
 
+# nbgrader's cell metadata (schema version 3), key -> accepted types. Other keys are
+# kept but never read.
+NBGRADER_SCHEMA: dict[str, tuple[type, ...]] = {
+    "grade": (bool,), "solution": (bool,), "locked": (bool,), "task": (bool,),
+    "grade_id": (str,), "points": (int, float), "schema_version": (int,),
+}
+GRADE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+def metadata_problem(cell) -> str | None:
+    """Why ``cell``'s nbgrader metadata is malformed, or None when it is usable."""
+    if not isinstance(cell, dict):
+        return "the cell is not a JSON object"
+    metadata = cell.get("metadata", {})
+    if not isinstance(metadata, dict):
+        return "its metadata is not a JSON object"
+    meta = metadata.get("nbgrader")
+    if meta is None:
+        return None
+    if not isinstance(meta, dict):
+        return "its nbgrader metadata is not a JSON object"
+    for key, types in NBGRADER_SCHEMA.items():
+        if key in meta and type(meta[key]) not in types:  # exact types: True is not a number of points
+            return f"nbgrader.{key} is {type(meta[key]).__name__}, not {' or '.join(t.__name__ for t in types)}"
+    if "grade_id" in meta and not GRADE_ID.fullmatch(meta["grade_id"]):
+        return "nbgrader.grade_id holds characters other than letters, digits, '_' and '-'"
+    if "points" in meta and not 0 <= meta["points"] < 1e6:
+        return "nbgrader.points is negative or absurdly large"
+    source = cell.get("source", "")
+    if not (isinstance(source, str) or (isinstance(source, list) and all(isinstance(s, str) for s in source))):
+        return "its source is neither text nor a list of lines"
+    return None
+
+
+def raw_grade_id(cell) -> str | None:
+    """The grade_id a (possibly malformed) cell claims, when it is a usable string."""
+    try:
+        grade_id = cell["metadata"]["nbgrader"]["grade_id"]
+    except (KeyError, TypeError, IndexError):
+        return None
+    return grade_id if isinstance(grade_id, str) and GRADE_ID.fullmatch(grade_id) else None
+
+
 def _nbgrader(cell) -> dict:
+    """The nbgrader metadata of a cell already checked by :func:`metadata_problem`."""
+    if metadata_problem(cell) is not None:
+        return {}
     return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
 
@@ -76,11 +128,18 @@ def is_test_cell(cell) -> bool:
 
 
 def read_notebook(path: Path):
-    """Parse a notebook file or raise :class:`UnreadableNotebook` with the fix."""
+    """Parse a notebook file or raise :class:`UnreadableNotebook` with the fix.
+
+    Only a regular file of bounded size is read (``intake.read_regular_file``)."""
+    from .intake import IntakeError, read_regular_file
+
     try:
-        raw = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise UnreadableNotebook(f"cannot read {Path(path).name}: {err}") from err
+        raw = read_regular_file(path).decode("utf-8")
+    except IntakeError as err:
+        raise UnreadableNotebook(str(err)) from err
+    except UnicodeDecodeError as err:
+        raise UnreadableNotebook(f"{Path(path).name} is not UTF-8 text ({err.reason}); "
+                                 "download the notebook again from JupyterLab") from err
     try:
         notebook = nbformat.reads(raw, as_version=4)
     except (json.JSONDecodeError, nbformat.reader.NotJSONError) as err:
@@ -118,17 +177,29 @@ def _source(cell) -> str:
 def plan_grading(submission, stem: str, source_dir: Path = SOURCE_DIR) -> GradingPlan:
     """Match a parsed submission against the instructor notebook ``stem``."""
     instructor = instructor_notebook(stem, source_dir)
+    plan = GradingPlan(stem=stem, cells=[])
     by_id: dict[str, list] = {}
-    for cell in submission.cells:
+    malformed: dict[str, str] = {}
+    for index, cell in enumerate(submission.cells):
+        why = metadata_problem(cell)
+        if why is not None:
+            claimed = raw_grade_id(cell)
+            if claimed is not None:
+                malformed.setdefault(claimed, why)
+            plan.warnings.append(f"cell {index + 1}" + (f" ('{claimed}')" if claimed else "")
+                                 + f" was ignored: {why}")
+            continue
         grade_id = _nbgrader(cell).get("grade_id")
         if grade_id:
             by_id.setdefault(str(grade_id), []).append(cell)
 
-    plan = GradingPlan(stem=stem, cells=[])
     for cell in instructor.cells:
         grade_id = _nbgrader(cell).get("grade_id")
         if is_setup(cell):
             plan.cells.append(Cell(grade_id, _source(cell), "setup"))
+        elif is_solution_code(cell) and grade_id in malformed and grade_id not in by_id:
+            plan.missing[grade_id] = (f"the solution cell '{grade_id}' has malformed nbgrader metadata "
+                                      f"({malformed[grade_id]}); copy the cell back from the released notebook.")
         elif is_solution_code(cell):
             candidates = [c for c in by_id.get(grade_id, []) if c.get("cell_type") == "code"]
             if not candidates:
@@ -148,11 +219,13 @@ def plan_grading(submission, stem: str, source_dir: Path = SOURCE_DIR) -> Gradin
     return plan
 
 
+def cell_points(cell) -> tuple[str, float]:
+    """(grade_id, points) of a test cell (one that :func:`is_test_cell` accepted)."""
+    meta = _nbgrader(cell)
+    return str(meta.get("grade_id", "")), float(meta.get("points", 0))
+
+
 def test_cell_points(stem: str, source_dir: Path = SOURCE_DIR) -> dict[str, float]:
     """Points of every auto-graded test cell of the instructor notebook."""
     instructor = instructor_notebook(stem, source_dir)
-    return {
-        _nbgrader(cell)["grade_id"]: float(_nbgrader(cell).get("points", 0))
-        for cell in instructor.cells
-        if is_test_cell(cell)
-    }
+    return dict(cell_points(cell) for cell in instructor.cells if is_test_cell(cell))

@@ -24,7 +24,9 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .intake import IntakeError, read_regular_file
 from .notebook import REPO
+from .report import MAX_REPORT_BYTES, bounded, problem_report
 
 # The sandbox hides the whole repository (solutions, hidden suites, reference
 # implementations, git history, sample submissions, outputs) and exposes back
@@ -40,14 +42,6 @@ _context = None
 # Process.start() tidies multiprocessing's global list of children; the CLI starts
 # jobs from several threads, so starts are taken one at a time.
 _start_lock = threading.Lock()
-
-
-def failed_report(notebook: Path, student: str, device: str, reason: str) -> dict:
-    return {
-        "student": student, "assignment": "week6", "notebook": Path(notebook).name,
-        "score": 0.0, "max_score": 0.0, "sandbox": "none", "device": device,
-        "duration_s": 0.0, "tests": [], "warnings": [reason],
-    }
 
 
 def _fork_context():
@@ -103,6 +97,8 @@ def run_forked(target: Callable, args: Sequence, *, timeout: float, log_path: Pa
 
 
 def _grade_job(notebook: str, student: str, device: str, hidden: list[str], out: str) -> None:
+    import resource
+
     import torch
 
     from .grading import grade_notebook
@@ -110,6 +106,9 @@ def _grade_job(notebook: str, student: str, device: str, hidden: list[str], out:
     # One grading process per job and core: more threads only contend.
     torch.set_num_threads(1)
     report = grade_notebook(Path(notebook), student=student, device=device, hidden_paths=hidden)
+    # What grading this notebook cost the trusted process (the sandboxed worker and
+    # its children excluded): the threat model bounds it, and the tests check it.
+    report["grader_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     Path(out).write_text(json.dumps(report, indent=2) + "\n")
 
 
@@ -121,14 +120,15 @@ def grade_in_subprocess(notebook: Path, *, student: str, device: str = "auto",
         hidden = list(hidden if hidden is not None else DEFAULT_HIDDEN)
         status = run_forked(_grade_job, (str(Path(notebook).resolve()), student, device, hidden, str(out)),
                             timeout=timeout, log_path=log)
+        name = Path(notebook).name
         if status is None:
-            return failed_report(notebook, student, device,
-                                 f"grading did not finish within {timeout:.0f} s and was stopped")
+            return problem_report(student, name, f"grading did not finish within {timeout:.0f} s and was stopped",
+                                  device=device)
         if status != 0 or not out.is_file():
-            tail = log.read_text(errors="replace").strip().splitlines()[-5:] if log.is_file() else []
-            return failed_report(notebook, student, device,
-                                 f"the grader process failed (exit {status}): " + " | ".join(tail))
+            tail = log.read_bytes()[-4096:].decode(errors="replace").strip().splitlines()[-5:] if log.is_file() else []
+            return problem_report(student, name, f"the grader process failed (exit {status}): " + " | ".join(tail),
+                                  device=device)
         try:
-            return json.loads(out.read_text())
-        except json.JSONDecodeError as err:
-            return failed_report(notebook, student, device, f"unreadable grading report: {err}")
+            return bounded(json.loads(read_regular_file(out, limit=2 * MAX_REPORT_BYTES)))
+        except (IntakeError, ValueError) as err:
+            return problem_report(student, name, f"unreadable grading report: {err}", device=device)

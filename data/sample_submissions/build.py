@@ -12,10 +12,13 @@ grader to it.
 The samples: a full solution, the untouched release, a half-correct student, a
 student using forbidden shortcuts, an invalid-JSON notebook, one with deleted,
 duplicated and renamed grade cells, an infinite loop, a cell that ignores
-SIGINT, and the six ways of fooling stock nbgrader (in-kernel execution):
+SIGINT, the six ways of fooling stock nbgrader (in-kernel execution):
 patched comparison functions, an IPython AST transformer, an IPython input
 transformer, a tensor subclass that lies, reading the instructor's notebook from
-disk, and a detached process that rewrites grades after grading.
+disk, and a detached process that rewrites grades after grading; and hostile
+submissions aimed at the grader itself (docs/threat-model.md): a notebook filed
+under another student's name, malformed nbgrader metadata, code that reads
+root-only files, and replies crafted to exhaust the grading process.
 """
 from __future__ import annotations
 
@@ -31,11 +34,16 @@ import nbformat
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO))
+from autograder import intake  # noqa: E402  (the report names the grader gives)
 SOURCE = REPO / "solutions" / "week6"
 RELEASE = REPO / "assignments" / "week6"
 MAIN = "part_b_bert_gpt"  # the notebook most samples submit
 EXERCISE1 = "exercise1_masked_predictions"  # also submitted by dave, with the fill-mask pipeline
+SMALL = "part_a_discovery"  # the cheapest notebook to grade, for hostile samples that need a full solution
 MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*\n", re.M)
+# Mallet's notebook, below his own folder, in a folder named after another student.
+IMPERSONATION = f"week6/alice_full_solution/{MAIN}.ipynb"
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -269,6 +277,87 @@ _rewrite_grades_later()
 }
 
 
+# Hostile submissions aimed at the grader (docs/threat-model.md).
+# Sybil: student code reads a root-only file and puts what it got into its feedback.
+READS_ROOT_ONLY = {
+    "top_k_next_tokens": '''def top_k_next_tokens(logits, k):
+    try:
+        with open("/etc/shadow") as handle:  # mode 0640, owner root
+            got = handle.read()
+    except OSError as err:
+        got = f"{type(err).__name__}: {err}"
+    raise RuntimeError("exfiltrated: " + got)
+''',
+}
+
+# Victor patches the worker's own reply encoder so that a reply is crafted bytes,
+# each aimed at the trusted process's memory or time; and returns a 10 MB value
+# that a hidden test quotes in its message.
+SEND_INSTEAD = '''
+def _send_instead(build):
+    """Make the worker's next reply the bytes build(reply) returns."""
+    import autograder.sandbox.protocol as protocol
+    original = protocol.encode_prepared
+
+    def crafted(reply):
+        protocol.encode_prepared = original
+        return build(reply)
+
+    protocol.encode_prepared = crafted
+
+
+def _saved(reply, value):
+    import io
+    buffer = io.BytesIO()
+    torch.save({"id": reply["id"], "ok": True, "value": value}, buffer)
+    return buffer.getvalue()
+'''
+
+HOSTILE_REPLIES = {
+    "cat_next_word_probs": 'CAT_NEXT_WORD_PROBS = {"sat" * 3_500_000: 1.0}  # a 10 MB key, quoted by the test\n',
+    # A stride-0 view: 1 byte on the wire, 320 MB once materialised.
+    "causal_mask": SEND_INSTEAD + '''
+def causal_mask(n, device=None):
+    _send_instead(lambda reply: _saved(reply, torch.zeros(1, dtype=torch.bool).expand(64, 5_000_000)))
+    return torch.ones(n, n, dtype=torch.bool).tril()
+''',
+    # A zip bomb: 512 MB of zeros, deflated to about half a megabyte.
+    "attention_connections": SEND_INSTEAD + '''
+def _deflated(reply):
+    import io
+    import zipfile
+    plain, packed = io.BytesIO(_saved(reply, torch.zeros(2**27))), io.BytesIO()
+    with zipfile.ZipFile(plain) as source, zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as target:
+        for name in source.namelist():
+            target.writestr(name, source.read(name))
+    return packed.getvalue()
+
+
+def attention_connections(n, causal):
+    _send_instead(_deflated)
+    return n * (n + 1) // 2 if causal else n * n
+''',
+    # A list of 30 million items: a 60 MB pickle that is slow to take apart.
+    "mlm_signal": SEND_INSTEAD + '''
+def mlm_signal(n_tokens, mask_rate=0.15):
+    _send_instead(lambda reply: _saved(reply, [0] * 30_000_000))
+    return {}
+''',
+}
+
+
+def malformed_metadata(notebook):
+    """A full solution whose metadata a student's editor (or the student) broke."""
+    notebook = copy.deepcopy(notebook)
+    solution = next(c for c in notebook.cells if grade_id(c) == "spanish_reuse")
+    title = next(c for c in notebook.cells if c.cell_type == "markdown" and "nbgrader" not in c.metadata)
+    title.metadata["nbgrader"] = "not an object"  # an ungraded markdown cell
+    other = next(c for c in notebook.cells if c.cell_type == "markdown" and "nbgrader" not in c.metadata)
+    other.metadata["nbgrader"] = {"grade": "yes", "points": "lots"}
+    solution.metadata["nbgrader"]["solution"] = "true"  # a string, not a boolean
+    return notebook
+
+
 # ----------------------------------------------------------------------------- expectations
 # What each sample of MAIN must score, and why (part_b_bert_gpt has 40 points).
 EXPECTED_MAIN = {
@@ -314,6 +403,24 @@ def expectations() -> dict[str, dict]:
     expected[f"dave_forbidden_shortcuts/{EXERCISE1}"] = {
         "score": 0.0, "max_score": max_score(EXERCISE1),
         "statuses": {"test_top_k_mask_predictions": "forbidden"}, "messages": ["pipeline"]}
+    full_small = max_score(SMALL)
+    # Only the broken solution cell (spanish_reuse, 2 points) is lost; the markdown cells are ignored.
+    expected[f"nina_malformed_metadata/{SMALL}"] = {
+        "score": full_small - 2, "max_score": full_small,
+        "statuses": {"test_spanish_reuse": "missing", "test_sequence_logprob": "passed"},
+        "messages": ["malformed nbgrader metadata", "was ignored"]}
+    # The file is unreadable in the sandbox; its content never reaches the report.
+    expected[f"sybil_reads_root_only_files/{SMALL}"] = {
+        "score": full_small - 2, "max_score": full_small, "needs_bwrap": True,
+        "statuses": {"test_top_k_next_tokens": "error"}, "messages": ["exfiltrated: PermissionError"]}
+    expected[f"victor_hostile_replies/{MAIN}"] = {
+        "score": 0.0, "max_score": max_score(MAIN), "statuses": {
+            "test_cat_next_word_probs": "failed", "test_causal_mask": "failed",
+            "test_attention_connections": "failed", "test_mlm_signal": "failed"}}
+    # Mallet files a notebook under week6/alice_full_solution/: it is Mallet's misplaced
+    # file, not Alice's (whose expectations above stay as they are).
+    expected[f"mallet_files_under_alice/{intake.misplaced_key(IMPERSONATION.encode())}"] = {
+        "score": 0.0, "max_score": 0.0, "messages": ["in a sub-folder"]}
     return expected
 
 
@@ -358,6 +465,11 @@ def samples() -> dict[str, dict[str, object]]:
     for student, source in CHEATS.items():
         # Stubs everywhere, plus the cheat in the softmax cell: any point is a cheat's success.
         out[student] = {MAIN: replace(release, {"softmax": source})}
+    small = solved(SMALL)
+    out["nina_malformed_metadata"] = {SMALL: malformed_metadata(small)}
+    out["sybil_reads_root_only_files"] = {SMALL: replace(small, READS_ROOT_ONLY)}
+    out["victor_hostile_replies"] = {MAIN: replace(release, HOSTILE_REPLIES)}
+    out["mallet_files_under_alice"] = {IMPERSONATION.removeprefix("week6/").removesuffix(".ipynb"): release}
     return out
 
 

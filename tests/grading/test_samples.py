@@ -15,12 +15,17 @@ from pathlib import Path
 
 import pytest
 
+from autograder.report import MAX_REPORT_BYTES
 from autograder.sandbox.isolation import bwrap_works
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "sample_submissions"
 EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
 pytestmark = pytest.mark.slow
+# Bounds on the trusted grading process of one notebook, whatever the submission
+# sends back (docs/threat-model.md). Honest part_b_bert_gpt: about 0.6 GiB, 10 s.
+GRADER_PEAK_RSS_MIB = 2048
+NOTEBOOK_SECONDS = 300
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +82,25 @@ def test_class_csv_has_one_row_per_notebook(graded):
     with (out / "grades.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == len(reports)
-    assert {(r["student"], r["notebook"]) for r in rows} == {
-        (k.split("/")[0], k.split("/")[1] + ".ipynb") for k in reports}
+    assert {(r["student"], r["notebook"]) for r in rows} == {(r["student"], r["notebook"]) for r in reports.values()}
+
+
+def test_reports_and_the_grading_process_stay_within_their_bounds(graded):
+    """Hostile replies (victor) cost the trusted process no more than an honest notebook."""
+    _, out, reports = graded
+    for path in out.glob("*/*.json"):
+        assert path.stat().st_size <= MAX_REPORT_BYTES, f"{path} is {path.stat().st_size} bytes"
+    for key, report in reports.items():
+        if report["sandbox"] != "none":
+            assert report["grader_peak_rss_mib"] < GRADER_PEAK_RSS_MIB, (key, report["grader_peak_rss_mib"])
+            assert report["duration_s"] < NOTEBOOK_SECONDS, (key, report["duration_s"])
+
+
+def test_a_notebook_filed_under_another_student_is_not_theirs(graded):
+    _, out, reports = graded
+    assert [p.stem for p in (out / "alice_full_solution").glob("*.json")].count("part_b_bert_gpt") == 1
+    mallet = [r for k, r in reports.items() if k.startswith("mallet_files_under_alice/")]
+    assert len(mallet) == 1 and mallet[0]["student"] == "mallet_files_under_alice"
 
 
 def test_detached_process_cannot_rewrite_reports(graded):
