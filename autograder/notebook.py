@@ -72,6 +72,9 @@ def metadata_problem(cell) -> str | None:
     metadata = cell.get("metadata", {})
     if not isinstance(metadata, dict):
         return "its metadata is not a JSON object"
+    source = cell.get("source", "")
+    if not (isinstance(source, str) or (isinstance(source, list) and all(isinstance(s, str) for s in source))):
+        return "its source is neither text nor a list of lines"
     meta = metadata.get("nbgrader")
     if meta is None:
         return None
@@ -84,9 +87,6 @@ def metadata_problem(cell) -> str | None:
         return "nbgrader.grade_id holds characters other than letters, digits, '_' and '-'"
     if "points" in meta and not 0 <= meta["points"] < 1e6:
         return "nbgrader.points is negative or absurdly large"
-    source = cell.get("source", "")
-    if not (isinstance(source, str) or (isinstance(source, list) and all(isinstance(s, str) for s in source))):
-        return "its source is neither text nor a list of lines"
     return None
 
 
