@@ -228,7 +228,7 @@ class GradingSession:
 # --------------------------------------------------------------------------- pytest plugin
 def classify(excinfo) -> tuple[str, str]:
     """(status, message) for a test that raised; messages never quote test code."""
-    from .sandbox.errors import StudentError, ValueRejected, WorkerCrashed, WorkerTimeout
+    from .sandbox.errors import LimitExceeded, StudentError, ValueRejected, WorkerCrashed, WorkerTimeout
 
     err = excinfo.value
     if isinstance(err, Forbidden):
@@ -239,6 +239,8 @@ def classify(excinfo) -> tuple[str, str]:
         return "error", str(err)
     if isinstance(err, WorkerTimeout):
         return "timeout", "your code did not finish within the time limit (an infinite loop?)"
+    if isinstance(err, LimitExceeded):
+        return "error", f"your code went over a limit of the sandbox ({err})"
     if isinstance(err, WorkerCrashed):
         return "error", f"your code ended the sandboxed process ({err})"
     if isinstance(err, ValueRejected):

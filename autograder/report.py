@@ -79,6 +79,7 @@ def write_report(out: Path, student: str, key: str, report: dict) -> Path:
             handle.write(json.dumps(report, indent=2) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(temporary, 0o644)  # as an ordinary file: mkstemp's are private
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

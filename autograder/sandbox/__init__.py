@@ -10,7 +10,8 @@ process that holds the student's namespace:
 * ``protocol``: frames, ``torch.save``/``weights_only`` payloads, the vocabulary;
 * ``channel``: the grader's deadline-aware pipe I/O;
 * ``isolation``: the bubblewrap command line and the scrubbed environment;
-* ``limits``: the rlimits the worker puts on itself;
+* ``limits``: the rlimits the worker puts on itself, and the whole-tree limits;
+* ``tree_limits``: those limits enforced on the worker's process tree (cgroup or watchdog);
 * ``process_tree``: killing a worker and everything it started;
 * ``fixtures``, ``probes``: trusted builders and drivers that run in the worker.
 
@@ -30,7 +31,7 @@ _EXPORTS = {
     "register_probe": "probes",
     "expect_tensor": "protocol", "expect_type": "protocol", "UnexpectedValue": "protocol",
     "bwrap_works": "isolation",
-    "SandboxError": "errors", "WorkerTimeout": "errors", "WorkerCrashed": "errors",
+    "SandboxError": "errors", "WorkerTimeout": "errors", "WorkerCrashed": "errors", "LimitExceeded": "errors",
     "ProtocolError": "errors", "RequestError": "errors", "VocabularyError": "errors",
     "StudentError": "errors", "ValueRejected": "errors",
 }

@@ -3,7 +3,7 @@
 Two families, because a grader reacts to them differently:
 
 * ``SandboxError`` and its subclasses: the machinery failed or gave up (the worker
-  hung, died, or spoke garbage). The student's state in the worker is lost; the
+  hung, died, went over a limit, or spoke garbage). The student's state in the worker is lost; the
   caller decides whether to ``restart()``.
 * ``StudentError``: the worker is fine, but the student's code raised, or handed
   back something that may not leave the sandbox. The worker keeps its state.
@@ -21,6 +21,21 @@ class WorkerTimeout(SandboxError):
 
 class WorkerCrashed(SandboxError):
     """The worker exited, closed its pipes, or broke the protocol; it was killed."""
+
+
+class LimitExceeded(WorkerCrashed):
+    """The submission's processes together went over a whole-tree limit (see
+    ``tree_limits``); the worker was killed.
+
+    ``limit`` names it ("memory", "processes", "cpu" or "scratch") and ``value`` is
+    its value (bytes, a count, or CPU seconds). A ``WorkerCrashed``, so callers that
+    restart crashed workers need no new case; ``restart()`` gives a fresh budget.
+    """
+
+    def __init__(self, message: str, *, limit: str, value: float):
+        super().__init__(message)
+        self.limit = limit
+        self.value = value
 
 
 class ProtocolError(SandboxError):

@@ -9,7 +9,10 @@
 Every request has a wall-clock timeout. When it runs out, or the worker dies or
 breaks the protocol, the worker's whole process tree is killed and the request
 raises ``WorkerTimeout`` or ``WorkerCrashed``; ``restart()`` then starts a fresh
-worker and re-runs the cells that had succeeded. Student exceptions are not
+worker and re-runs the cells that had succeeded. A submission whose processes
+together go over a whole-tree limit (memory, processes, CPU time; see
+``tree_limits``) is killed the same way, and the request raises ``LimitExceeded``
+(a ``WorkerCrashed``) naming the limit. Student exceptions are not
 failures of the worker: ``exec_cell`` returns them in a ``CellResult``, and ``call``
 and ``probe`` raise them as ``StudentError`` (``ValueRejected`` for a return value
 that may not leave the sandbox), with the worker still running.
@@ -19,6 +22,7 @@ A ``Worker`` is meant for one grading thread at a time.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -36,6 +40,7 @@ from typing import Any
 from . import protocol
 from .channel import ChannelClosed, FrameChannel
 from .errors import (
+    LimitExceeded,
     ProtocolError,
     RequestError,
     SandboxError,
@@ -45,14 +50,28 @@ from .errors import (
     WorkerCrashed,
     WorkerTimeout,
 )
-from .isolation import bwrap_argv, bwrap_support, gpu_device_nodes, scrubbed_env
+from .isolation import (
+    HostIdentity,
+    Relays,
+    bwrap_argv,
+    bwrap_support,
+    claim_host_identity,
+    gpu_device_nodes,
+    release_host_identity,
+    scrubbed_env,
+    trampoline_argv,
+    unreadable_by_others,
+)
 from .limits import ResourceLimits
 from .process_tree import freeze_tree, kill_processes, kill_tagged, kill_tree
+from .tree_limits import BACKENDS, TreeLimits
 
 log = logging.getLogger(__name__)
 
 TAG_VARIABLE = "AUTOGRADER_SANDBOX_WORKER"
 OUTPUT_TAIL_BYTES = 64 * 1024
+EXPOSED_CHECK_ENTRIES = 1000  # files and folders looked at per exposed path, for the warning
+_checked_exposed: set[str] = set()
 _degraded_warning = threading.Lock()
 _degraded_warned = False
 
@@ -82,7 +101,8 @@ class Worker:
             their parent directory.
         exposed_paths: paths to keep readable although ``/tmp`` or a hidden directory
             covers them (the interpreter and this package always are).
-        limits: resource limits the worker applies to itself (``ResourceLimits()``).
+        limits: resource limits: per process, applied by the worker to itself, and for
+            the whole process tree, applied by the launcher (``ResourceLimits()``).
         threads: torch/OpenMP threads in the worker.
         timeout: default wall-clock seconds per request.
         start_timeout: seconds allowed for the worker to start and import torch.
@@ -91,19 +111,25 @@ class Worker:
         preload: modules the worker imports before any student code, typically ones
             that register more probes and fixtures (``@register_probe``). An import
             error there makes start-up fail with ``WorkerCrashed``.
+        tree_limits_backend: how the whole-tree limits are enforced: "auto" (a cgroup
+            where the machine offers a writable one, else a polling watchdog),
+            "cgroup" (``SandboxError`` where there is none) or "watchdog".
     """
 
     def __init__(self, *, isolation: str = "auto", hidden_paths: Iterable[str | os.PathLike] = (),
                  exposed_paths: Iterable[str | os.PathLike] = (), limits: ResourceLimits | None = None,
                  threads: int = 1, timeout: float = 30.0, start_timeout: float = 60.0,
                  env: Mapping[str, str] | None = None, gpu: bool | None = None,
-                 preload: Iterable[str] = ()):
+                 preload: Iterable[str] = (), tree_limits_backend: str = "auto"):
         if isolation not in ("auto", "bwrap", "degraded"):
             raise ValueError(f"isolation must be 'auto', 'bwrap' or 'degraded', not {isolation!r}")
+        if tree_limits_backend not in BACKENDS:
+            raise ValueError(f"tree_limits_backend must be one of {BACKENDS}, not {tree_limits_backend!r}")
         self.sandbox = _choose_sandbox(isolation)
         self.hidden_paths = [os.fspath(p) for p in hidden_paths]
         self.exposed_paths = [os.fspath(p) for p in exposed_paths]
         self.limits = limits or ResourceLimits()
+        self.tree_limits_backend = tree_limits_backend
         self.threads = threads
         self.timeout = timeout
         self.start_timeout = start_timeout
@@ -120,7 +146,10 @@ class Worker:
         self._process: subprocess.Popen | None = None
         self._channel: FrameChannel | None = None
         self._output: _OutputTail | None = None
+        self._tree_limits: TreeLimits | None = None
         self._finalizer: weakref.finalize | None = None
+        if self.sandbox == "bwrap" and bwrap_support().separate_users:
+            _warn_unreadable(self.exposed_paths)
         self._start()
 
     # ------------------------------------------------------------------ requests
@@ -215,31 +244,68 @@ class Worker:
     def _start(self) -> None:
         scratch = tempfile.mkdtemp(prefix="autograder-worker-")
         tag = uuid.uuid4().hex
-        command = [sys.executable, "-s", "-m", "autograder.sandbox.worker",
-                   "--limits", self.limits.to_json(), "--threads", str(self.threads)]
-        for module in self.preload:
-            command += ["--preload", module]
-        if self.sandbox == "bwrap":
-            support = bwrap_support()
-            env = scrubbed_env(home="/tmp", threads=self.threads, extra={**self.env, TAG_VARIABLE: tag})
-            placeholder = os.path.join(scratch, "hidden")
-            open(placeholder, "w").close()
-            argv = bwrap_argv(command, env=env, cwd="/tmp", hidden_paths=self.hidden_paths,
-                              exposed_paths=self.exposed_paths, placeholder_file=placeholder,
-                              gpu=self.gpu, disable_userns=support.disable_userns, bwrap=support.path or "bwrap")
-        else:
-            env = scrubbed_env(home=scratch, threads=self.threads, extra={**self.env, TAG_VARIABLE: tag})
-            argv = command
-        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, cwd=scratch, env=env, bufsize=0,
-                                   start_new_session=True, close_fds=True)
+        identity: HostIdentity | None = None
+        tree_limits: TreeLimits | None = None
+        try:
+            tree_limits = TreeLimits(self.limits, backend=self.tree_limits_backend,
+                                     scratch=scratch if self.sandbox == "degraded" else None)
+            if self.sandbox == "bwrap" and bwrap_support().separate_users:
+                identity = claim_host_identity()
+            argv, relays, env = self._command(scratch, tag, identity)
+            argv = trampoline_argv(argv, cgroup_procs=tree_limits.join_files, relays=relays, identity=identity)
+            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, cwd=scratch, env=env, bufsize=0,
+                                       start_new_session=True, close_fds=True)
+        except BaseException:
+            if tree_limits is not None:
+                tree_limits.close()
+            if identity is not None:
+                release_host_identity(identity)
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
         self._process = process
+        self._tree_limits = tree_limits
         self._output = _OutputTail(process.stderr.fileno())
         self._channel = FrameChannel(process.stdout.fileno(), process.stdin.fileno(),
                                      alive=lambda: process.poll() is None)
         # Also on garbage collection or interpreter exit, never leave a worker behind.
-        self._finalizer = weakref.finalize(self, _terminate, process, tag, scratch, self._output)
+        self._finalizer = weakref.finalize(self, _terminate, process, tag, scratch, self._output,
+                                           tree_limits, identity)
+        tree_limits.watch(process.pid)
         self.info = self._request("ping", self.start_timeout, "start-up")
+
+    def _command(self, scratch: str, tag: str,
+                 identity: HostIdentity | None) -> tuple[list[str], list[tuple[str, str]], dict[str, str]]:
+        """The argv, relays (see ``isolation.Relays``) and environment of a worker
+        started in ``scratch`` as ``identity`` (None: as the grader's own user)."""
+        limits = self.limits
+        if self.sandbox == "degraded":
+            env = scrubbed_env(home=scratch, threads=self.threads, extra={**self.env, TAG_VARIABLE: tag})
+            return self._worker_command(limits), [], env
+        support = bwrap_support()
+        relays = Relays(os.path.join(scratch, "relays"))
+        if identity is not None:
+            # The worker's own user must reach the placeholder and the relays, not list them.
+            os.chmod(scratch, 0o711)
+            # RLIMIT_NPROC counts per user: with a user of its own, it is this worker's.
+            if limits.processes is None and limits.tree_processes is not None:
+                limits = dataclasses.replace(limits, processes=limits.tree_processes)
+        env = scrubbed_env(home="/tmp", threads=self.threads, extra={**self.env, TAG_VARIABLE: tag})
+        placeholder = os.path.join(scratch, "hidden")
+        open(placeholder, "w").close()
+        os.chmod(placeholder, 0o644)
+        argv = bwrap_argv(self._worker_command(limits), env=env, cwd="/tmp", hidden_paths=self.hidden_paths,
+                          exposed_paths=self.exposed_paths, placeholder_file=placeholder,
+                          gpu=self.gpu, disable_userns=support.disable_userns, bwrap=support.path or "bwrap",
+                          source=relays.source if identity is not None else None)
+        return argv, relays.pairs, env
+
+    def _worker_command(self, limits: ResourceLimits) -> list[str]:
+        command = [sys.executable, "-s", "-m", "autograder.sandbox.worker",
+                   "--limits", limits.to_json(), "--threads", str(self.threads)]
+        for module in self.preload:
+            command += ["--preload", module]
+        return command
 
     def _stop(self, grace: float = 0.0) -> int | None:
         """Kill the process tree; the worker's exit status if it exited on its own.
@@ -265,6 +331,7 @@ class Worker:
 
     def _request(self, op: str, timeout: float | None, what: str, **fields: Any) -> Any:
         if not self.alive or self._channel is None:
+            self._raise_if_over_limit(what)
             raise WorkerCrashed(f"{what}: the worker is not running; call restart()")
         timeout = self.timeout if timeout is None else timeout
         self._next_id += 1
@@ -273,13 +340,15 @@ class Worker:
         deadline = time.monotonic() + timeout
         try:
             self._channel.send(payload, deadline)
-            reply = protocol.decode(self._channel.recv(deadline))
+            reply = protocol.decode(self._channel.recv(deadline), deadline=deadline)
         except TimeoutError:
             self._stop()
+            self._raise_if_over_limit(what)
             raise WorkerTimeout(f"{what} did not finish within {timeout:g} s; the worker was "
                                 "killed (call restart())") from None
         except (ChannelClosed, ProtocolError, OSError) as exc:
             status = self._stop(grace=1.0)
+            self._raise_if_over_limit(what)
             tail = self.output()
             how = f" (exit status {status})" if status is not None else ""
             raise WorkerCrashed(f"the worker died during {what}{how}: {exc}"
@@ -289,6 +358,13 @@ class Worker:
             # (a worker the student tampered with let it through).
             raise ValueRejected("VocabularyError", str(exc)) from None
         return self._unpack(reply, request_id, op, what)
+
+    def _raise_if_over_limit(self, what: str) -> None:
+        """``LimitExceeded`` if a whole-tree limit is why the worker is gone."""
+        breach = self._tree_limits.breach if self._tree_limits is not None else None
+        if breach is not None:
+            raise LimitExceeded(f"{what} failed: {breach.message}; the worker was killed (call restart())",
+                                limit=breach.limit, value=breach.value)
 
     def _unpack(self, reply: Any, request_id: int, op: str, what: str) -> Any:
         if type(reply) is not dict or reply.get("id") != request_id or type(reply.get("ok")) is not bool:
@@ -323,22 +399,44 @@ def _choose_sandbox(isolation: str) -> str:
     return "degraded"
 
 
-def _terminate(process: subprocess.Popen, tag: str, scratch: str, output: _OutputTail) -> None:
+def _terminate(process: subprocess.Popen, tag: str, scratch: str, output: _OutputTail,
+               tree_limits: TreeLimits, identity: HostIdentity | None) -> None:
     kill_tree(process.pid)
     # Degraded mode's last net: processes that left the tree (their parent, the
     # worker, had died first) still carry the worker's tag in their environment.
+    # (Those in the worker's cgroup are also killed by tree_limits.close().)
     kill_tagged(TAG_VARIABLE, tag)
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:  # unkillable (D state); nothing more to do
         log.error("sandbox worker %d did not exit after SIGKILL", process.pid)
+    tree_limits.close()
     output.join(timeout=2)
     # stderr only once nobody reads it any more (an escaped process could hold it open).
     streams = [process.stdin, process.stdout] + ([process.stderr] if not output.running() else [])
     for stream in streams:
         with contextlib.suppress(OSError):
             stream.close()
+    # The host user goes back to the pool only once nothing runs as it any more (an
+    # unkillable bwrap keeps it: its sandbox might still hold processes).
+    if identity is not None and process.poll() is not None:
+        release_host_identity(identity)
     shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _warn_unreadable(paths: list[str]) -> None:
+    """Log, once per path and process, the first thing in an exposed path that the
+    worker's own host user cannot read: the sandbox shows it, but student code gets
+    ``PermissionError`` (a cache folder made with ``mkdtemp``, a 0600 download)."""
+    for path in paths:
+        if path in _checked_exposed:
+            continue
+        _checked_exposed.add(path)
+        unreadable = unreadable_by_others(path, max_entries=EXPOSED_CHECK_ENTRIES)
+        if unreadable is not None:
+            log.warning("exposed path %s holds %s, which student code cannot read: the sandbox runs as a "
+                        "user of its own, so it needs read permission for others (chmod o+r, o+rx for "
+                        "folders)", path, unreadable)
 
 
 class _OutputTail:

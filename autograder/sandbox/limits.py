@@ -1,12 +1,17 @@
-"""Resource limits the worker puts on itself before it runs any student code.
+"""Resource limits: per process (applied by the worker to itself) and per submission
+(applied by the launcher to the worker's whole process tree, see ``tree_limits``).
 
-The worker applies them (rather than a ``preexec_fn`` in the grader, which is unsafe
-in a threaded process) as its first action, so they already bound ``import torch``
-and are inherited by every process the student starts. Limits are lowered, never
-raised, and the hard limit goes down with the soft one: inside bubblewrap the worker
-holds no capability that could raise it again. (In degraded mode a grader running as
-root leaves the student ``CAP_SYS_RESOURCE``, one of the reasons that mode is
-degraded.)
+The worker applies the per-process limits (rather than a ``preexec_fn`` in the
+grader, which is unsafe in a threaded process) as its first action, so they already
+bound ``import torch`` and are inherited by every process the student starts. Limits
+are lowered, never raised, and the hard limit goes down with the soft one: inside
+bubblewrap the worker holds no capability that could raise it again. (In degraded
+mode a grader running as root leaves the student ``CAP_SYS_RESOURCE``, one of the
+reasons that mode is degraded.)
+
+Per-process limits alone do not bound a submission: each forked child gets its own
+``RLIMIT_DATA`` and ``RLIMIT_CPU``. The ``tree_*`` limits bound all of the worker's
+processes together; ``apply`` ignores them.
 """
 from __future__ import annotations
 
@@ -39,9 +44,36 @@ class ResourceLimits:
     file_size_bytes: ``RLIMIT_FSIZE``, the largest file the student may write. SIGXFSZ
         is ignored in the worker so an oversized write fails with ``OSError`` (EFBIG)
         inside the cell instead of killing the worker.
-    processes: ``RLIMIT_NPROC``, off by default: the kernel counts it per *real* user
-        across the whole machine, and inside the sandbox that user is the grader's own
-        user (or root), so any fixed value would depend on what else runs there.
+    processes: ``RLIMIT_NPROC``, counted by the kernel per *real* user (threads
+        included). Off by default here, because the launcher sets it where it means
+        something: under bubblewrap with a grader running as root, every worker runs
+        as a host user of its own (see ``isolation``), and the launcher sets it to
+        ``tree_processes``. Elsewhere that user is the grader's own (or root, which
+        the kernel exempts), so any value would depend on what else runs there.
+
+    Whole-tree limits (the launcher's, ``tree_limits``), for all the worker's
+    processes together, over the worker's life; ``restart()`` starts a fresh budget:
+
+    tree_memory_bytes: memory of all the processes together: the cgroup's
+        ``memory.limit_in_bytes`` / ``memory.max`` (which also charges the page cache
+        and the private ``/tmp`` and ``/dev/shm`` tmpfs pages written under
+        bubblewrap), else the sum of their proportional set sizes, polled (tmpfs
+        pages are then bounded by the tmpfs sizes only). Measured with the grading
+        preloads: an idle worker holds 0.34 GB (PSS), its cgroup peaks at 0.38 GiB
+        during start-up; loading and running the 135M SmolLM2 takes it to 0.40 GB
+        PSS and a 0.77 GiB cgroup peak (page cache of the weights included). 6 GiB
+        matches the per-process ``memory_bytes``.
+    tree_processes: processes *and threads* alive at once (cgroup ``pids.max`` counts
+        threads, as ``RLIMIT_NPROC`` does). Measured: an honest worker with one torch
+        thread is 1 task at rest and 4 while a model generates (helper threads),
+        plus 2 under bubblewrap (bwrap and its init); 256 leaves room for data-loader
+        processes and thread pools and stops a fork bomb early.
+    tree_cpu_seconds: CPU time of all processes together, reaped children included,
+        polled; start-up (``import torch`` and the preloads) takes 1 to 3 s of it. 900 s is the
+        grading job's whole wall-clock budget at one thread.
+    scratch_bytes: what the worker may keep in its scratch folder in degraded mode
+        (its home and temporary folder there), polled; under bubblewrap ``/tmp`` is a
+        tmpfs of ``isolation.TMP_BYTES`` (also 512 MiB) and needs no watching.
     """
 
     memory_bytes: int | None = 6 * GiB
@@ -50,6 +82,10 @@ class ResourceLimits:
     open_files: int | None = 256
     file_size_bytes: int | None = 256 * MiB
     processes: int | None = None
+    tree_memory_bytes: int | None = 6 * GiB
+    tree_processes: int | None = 256
+    tree_cpu_seconds: float | None = 900
+    scratch_bytes: int | None = 512 * MiB
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -59,7 +95,8 @@ class ResourceLimits:
         return cls(**json.loads(text))
 
     def apply(self) -> None:
-        """Lower this process's limits (soft and hard); core dumps are always disabled."""
+        """Lower this process's limits (soft and hard); core dumps are always disabled.
+        The ``tree_*`` limits are not the process's to apply."""
         _lower(resource.RLIMIT_CORE, 0)
         if self.memory_bytes is not None:
             _lower(resource.RLIMIT_DATA, self.memory_bytes)

@@ -12,6 +12,11 @@ keep such processes findable as *descendants* of the process we started:
 
 The tree is frozen with SIGSTOP before anything is killed: a stopped process can
 neither fork nor exit, so no child escapes by being re-parented mid-kill.
+
+Under a grader running as root the worker's processes belong to a host user of
+their own (``isolation``); root may still signal them and read their
+``/proc/<pid>/environ``, so nothing here depends on who they run as. Where the
+worker has a cgroup, ``tree_limits`` also kills whatever is left in it.
 """
 from __future__ import annotations
 

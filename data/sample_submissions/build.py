@@ -291,8 +291,8 @@ READS_ROOT_ONLY = {
 }
 
 # Victor patches the worker's own reply encoder so that a reply is crafted bytes,
-# each aimed at the trusted process's memory or time; and returns a 10 MB value
-# that a hidden test quotes in its message.
+# each aimed at the trusted process's memory or time; and returns a long value that
+# a hidden test quotes in its message.
 SEND_INSTEAD = '''
 def _send_instead(build):
     """Make the worker's next reply the bytes build(reply) returns."""
@@ -314,7 +314,8 @@ def _saved(reply, value):
 '''
 
 HOSTILE_REPLIES = {
-    "cat_next_word_probs": 'CAT_NEXT_WORD_PROBS = {"sat" * 3_500_000: 1.0}  # a 10 MB key, quoted by the test\n',
+    # A 390 kB key, just under what a reply may carry, quoted by the test's message.
+    "cat_next_word_probs": 'CAT_NEXT_WORD_PROBS = {"sat" * 130_000: 1.0}\n',
     # A stride-0 view: 1 byte on the wire, 320 MB once materialised.
     "causal_mask": SEND_INSTEAD + '''
 def causal_mask(n, device=None):
@@ -416,7 +417,9 @@ def expectations() -> dict[str, dict]:
     expected[f"victor_hostile_replies/{MAIN}"] = {
         "score": 0.0, "max_score": max_score(MAIN), "statuses": {
             "test_cat_next_word_probs": "failed", "test_causal_mask": "failed",
-            "test_attention_connections": "failed", "test_mlm_signal": "failed"}}
+            # A payload the grader will not unpack ends the worker: "error", like a crash.
+            "test_attention_connections": "error", "test_mlm_signal": "error"},
+        "messages": ["characters cut", "compressed", "over the limit", "tensors hold more than"]}
     # Mallet files a notebook under week6/alice_full_solution/: it is Mallet's misplaced
     # file, not Alice's (whose expectations above stay as they are).
     expected[f"mallet_files_under_alice/{intake.misplaced_key(IMPERSONATION.encode())}"] = {

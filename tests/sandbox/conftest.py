@@ -20,8 +20,10 @@ from autograder.sandbox.isolation import bwrap_support  # noqa: E402
 from autograder.sandbox.launcher import Worker  # noqa: E402
 
 # A host folder the shared worker can read (it sees nothing else outside the system
-# folders): tests drop files here to change what student code observes.
+# folders): tests drop files here to change what student code observes. mkdtemp makes
+# it private to the grader; under a grader running as root the worker is a stranger.
 TRIGGERS = Path(tempfile.mkdtemp(prefix="sandbox-triggers-"))
+TRIGGERS.chmod(0o755)
 
 BWRAP = bwrap_support()
 needs_bwrap = pytest.mark.skipif(not BWRAP.usable, reason=f"bubblewrap sandbox unavailable: {BWRAP.reason}")

@@ -17,12 +17,16 @@ from pathlib import Path
 import psutil
 import pytest
 
-from autograder.sandbox.errors import WorkerCrashed
-from autograder.sandbox.isolation import REPO_ROOT, bwrap_support
+from autograder.sandbox.errors import StudentError, WorkerCrashed
+from autograder.sandbox.isolation import HOST_ID_BASE, REPO_ROOT, bwrap_support
 from autograder.sandbox.launcher import Worker
 
 SUPPORT = bwrap_support()
 needs_bwrap = pytest.mark.skipif(not SUPPORT.usable, reason=f"bubblewrap sandbox unavailable: {SUPPORT.reason}")
+needs_separate_users = pytest.mark.skipif(
+    not SUPPORT.separate_users,
+    reason="workers get host users of their own only under a grader running as root (where bwrap works "
+           "for such a user); any other grader's sandbox user is the grader itself")
 
 PROBING = """
 import ctypes, os, socket
@@ -141,6 +145,45 @@ def test_the_student_is_nobody_without_capabilities(jailed):
     info = jailed.call("identity")
     assert info["ids"] == [65534, 65534, 65534]
     assert int(info["CapEff"], 16) == 0
+
+
+def _host_uids(worker: Worker) -> set[int]:
+    root = psutil.Process(worker.pid)
+    return {uid for process in [root, *root.children(recursive=True)] for uid in process.uids()}
+
+
+@pytest.fixture
+def root_only_files():
+    folder = _scratch_outside_tmp()
+    folder.chmod(0o755)  # exposed folders must be readable by others; what is inside decides
+    (folder / "public.txt").write_text("for everyone")
+    (folder / "secret.txt").write_text("for root only")
+    (folder / "secret.txt").chmod(0o600)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@needs_bwrap
+@needs_separate_users
+def test_a_root_grader_runs_each_worker_as_a_host_user_of_its_own(root_only_files):
+    with Worker(isolation="bwrap", exposed_paths=[root_only_files], timeout=20) as first, \
+            Worker(isolation="bwrap", exposed_paths=[root_only_files], timeout=20) as second:
+        first.exec_cell(PROBING).raise_for_error()
+        assert first.call("read", str(root_only_files / "public.txt")) == "for everyone"
+        with pytest.raises(StudentError, match="PermissionError"):
+            first.call("read", str(root_only_files / "secret.txt"))
+        if os.path.exists("/etc/shadow") and not os.stat("/etc/shadow").st_mode & 0o004:
+            with pytest.raises(StudentError, match="PermissionError"):
+                first.call("read", "/etc/shadow")
+        assert first.call("identity")["ids"] == [65534, 65534, 65534]  # still nobody inside
+        assert first.ping()["uid"] == 65534  # and the worker still works
+        # Outside: one uid for the whole tree (real, effective, saved), neither root nor
+        # the grader, from the documented range, and another one for the other worker.
+        (uid,) = _host_uids(first)
+        assert uid not in (0, os.getuid()) and HOST_ID_BASE <= uid < 2**31
+        (other,) = _host_uids(second)
+        assert other != uid and other not in (0, os.getuid())
+    assert (root_only_files / "secret.txt").read_text() == "for root only"
 
 
 @needs_bwrap
