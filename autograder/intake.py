@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .notebook import ASSIGNMENT, SOURCE_DIR
+from .report import TABLE_NAME
 
 MiB = 2**20
 # A notebook with its outputs (plots, progress bars) is a few MB; 32 MiB leaves room
@@ -95,7 +96,14 @@ def name_problem(name: bytes, what: str) -> str | None:
 
 def student_problem(student: str) -> str | None:
     """Why a student id the TA gave cannot be used, or None."""
-    return name_problem(os.fsencode(student), "student")
+    return student_folder_problem(os.fsencode(student))
+
+
+def student_folder_problem(name: bytes) -> str | None:
+    """Why a folder name cannot be a student id (which names a folder of the output), or None."""
+    if name.lower() == TABLE_NAME.encode():
+        return f"the student name '{TABLE_NAME}' is the class table's file name"
+    return name_problem(name, "student")
 
 
 def fallback_id(name: bytes) -> str:
@@ -208,7 +216,21 @@ def collect(paths: list[Path], *, student: str | None = None, limit: int = MAX_N
                     rejected.append(Submission(fallback_id(raw), None, display(raw), "folder", problem))
                 else:
                     sources.append((raw.decode(), raw, given / raw.decode(), files))
-    return rejected + _submissions(sources, limit, stems)
+    return _unique_keys(rejected + _submissions(sources, limit, stems))
+
+
+def _unique_keys(submissions: list[Submission]) -> list[Submission]:
+    """Give every (student, report) pair its own file name, however names collide:
+    two reports never overwrite each other."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for sub in submissions:
+        key = sub.key
+        if (sub.student.casefold(), key.casefold()) in seen:
+            key = f"{key}-{_digest(os.fsencode(sub.name))}"
+        seen.add((sub.student.casefold(), key.casefold()))
+        out.append(Submission(sub.student, sub.path, sub.name, key, sub.problem))
+    return out
 
 
 def _single_owner(owner: str, path: Path) -> str:
@@ -249,7 +271,7 @@ def _students_of(root: bytes) -> list[tuple[bytes, list[tuple[bytes, bytes]], st
                 found.append((entry.name, [], f"the student folder '{display(entry.name)}' is a symbolic link; "
                                              "links are not followed"))
             elif entry.is_dir(follow_symlinks=False):
-                found.append((entry.name, _notebooks_of(entry.path), name_problem(entry.name, "student folder")))
+                found.append((entry.name, _notebooks_of(entry.path), student_folder_problem(entry.name)))
             # Regular files beside the student folders belong to nobody: not graded.
     return found
 

@@ -31,6 +31,7 @@ MAX_WARNINGS = 20
 MAX_REPORT_BYTES = 256 * 1024
 # When a report is still too large, its messages are cut to this many characters.
 SHRUNK_MESSAGE_CHARS = 200
+TABLE_NAME = "grades.csv"  # beside the students' report folders in the output folder
 
 
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
@@ -95,7 +96,7 @@ def _cell(value) -> str:
 
 def write_table(reports: Iterable[dict], out: Path) -> Path:
     """``out/grades.csv``: one row per student and notebook, with the count of each status."""
-    table = out / "grades.csv"
+    table = out / TABLE_NAME
     rows = sorted(reports, key=lambda r: (r["student"], r["notebook"]))
     with table.open("w", newline="") as handle:
         writer = csv.writer(handle)

@@ -235,3 +235,15 @@ def test_the_grader_imports_nothing_from_its_working_directory(tmp_path):
     assert list(tmp_path.glob("HIJACKED-*")) == []
     report = json.loads((out / "judy" / f"{SMALL}.json").read_text())
     assert report["score"] == report["max_score"] == 12
+
+
+def test_report_names_never_collide_and_never_shadow_the_class_table(tmp_path):
+    root = tmp_path / "submitted"
+    notebook(root / "grades.csv" / "week6")  # would make grades.csv a folder
+    notebook(root / "kim")
+    (root / "kim" / "folder.ipynb").write_text("{}")
+    notebook(Path(os.fsdecode(os.fsencode(root) + b"/\xff")))
+    found = intake.collect([root])
+    assert "class table" in next(s.problem for s in found if s.name == "grades.csv")
+    keys = [(s.student, s.key) for s in found]
+    assert len(keys) == len(set(keys))
