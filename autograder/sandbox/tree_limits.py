@@ -271,10 +271,20 @@ def _size(nbytes: float) -> str:
 class _Cgroup:
     """One worker's cgroup (v1: one folder per hierarchy; v2: one folder)."""
 
-    procs_files: list[str]
+    procs_files: list[str]  # the first lists every process: each hierarchy holds the same ones
+    pids_folder: str  # where pids.max and pids.events are
 
     def pids(self) -> list[int]:
-        raise NotImplementedError
+        with contextlib.suppress(OSError, ValueError):
+            return _read_ints(self.procs_files[0])
+        return []
+
+    def refused_fork(self, limits: ResourceLimits) -> Breach | None:
+        """A refused fork (``pids.events``' max counter) means the process limit was reached."""
+        if limits.tree_processes is not None:
+            if _read_counters(os.path.join(self.pids_folder, "pids.events")).get("max", 0) > 0:
+                return processes_breach(limits.tree_processes)
+        return None
 
     def breach(self, limits: ResourceLimits) -> Breach | None:
         raise NotImplementedError
@@ -349,12 +359,6 @@ class _CgroupV1(_Cgroup):
         if limits.tree_processes is not None:
             _write(os.path.join(self.pids_folder, "pids.max"), limits.tree_processes)
 
-    def pids(self) -> list[int]:
-        # The memory folder's list: the pids one holds the same processes.
-        with contextlib.suppress(OSError, ValueError):
-            return _read_ints(self.procs_files[0])
-        return []
-
     def breach(self, limits: ResourceLimits) -> Breach | None:
         if limits.tree_memory_bytes is not None:
             oom = _read_counters(os.path.join(self.memory, "memory.oom_control"))
@@ -364,10 +368,7 @@ class _CgroupV1(_Cgroup):
                 if self._failures() > 0:
                     return memory_breach(limits.tree_memory_bytes)
                 return machine_out_of_memory(limits.tree_memory_bytes)
-        if limits.tree_processes is not None:
-            if _read_counters(os.path.join(self.pids_folder, "pids.events")).get("max", 0) > 0:
-                return processes_breach(limits.tree_processes)
-        return None
+        return self.refused_fork(limits)
 
     def _failures(self) -> int:
         """Whether (how often, where the kernel counts it) a charge hit the limit.
@@ -392,7 +393,7 @@ class _CgroupV1(_Cgroup):
 
 class _CgroupV2(_Cgroup):
     def __init__(self, folder: str):
-        self.folder = folder
+        self.folder = self.pids_folder = folder
         self.procs_files = [os.path.join(folder, "cgroup.procs")]
 
     def folders(self) -> list[str]:
@@ -410,11 +411,6 @@ class _CgroupV2(_Cgroup):
         if limits.tree_processes is not None:
             _write(os.path.join(self.folder, "pids.max"), limits.tree_processes)
 
-    def pids(self) -> list[int]:
-        with contextlib.suppress(OSError, ValueError):
-            return _read_ints(self.procs_files[0])
-        return []
-
     def breach(self, limits: ResourceLimits) -> Breach | None:
         if limits.tree_memory_bytes is not None:
             events = _read_counters(os.path.join(self.folder, "memory.events"))
@@ -423,10 +419,7 @@ class _CgroupV2(_Cgroup):
                 if events.get("oom", 0) > 0 or events.get("max", 0) > 0:
                     return memory_breach(limits.tree_memory_bytes)
                 return machine_out_of_memory(limits.tree_memory_bytes)
-        if limits.tree_processes is not None:
-            if _read_counters(os.path.join(self.folder, "pids.events")).get("max", 0) > 0:
-                return processes_breach(limits.tree_processes)
-        return None
+        return self.refused_fork(limits)
 
     def kill(self) -> None:
         kill_file = os.path.join(self.folder, "cgroup.kill")  # Linux 5.14: atomic, no race with fork

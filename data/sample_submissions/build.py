@@ -18,7 +18,8 @@ transformer, a tensor subclass that lies, reading the instructor's notebook from
 disk, and a detached process that rewrites grades after grading; and hostile
 submissions aimed at the grader itself (docs/threat-model.md): a notebook filed
 under another student's name, malformed nbgrader metadata, code that reads
-root-only files, and replies crafted to exhaust the grading process.
+root-only files, replies crafted to exhaust the grading process, and processes
+that together go over the submission's limits.
 """
 from __future__ import annotations
 
@@ -347,6 +348,42 @@ def mlm_signal(n_tokens, mask_rate=0.15):
 }
 
 
+# Walter's functions start processes that are each within the per-process limits but
+# together over the submission's whole-tree limits (docs/threat-model.md).
+TREE_HOGS = {
+    # Forks until the kernel refuses: the tree's process limit stops it.
+    "top_k_next_tokens": '''def top_k_next_tokens(logits, k):
+    import os
+    import time
+    children = 0
+    while True:
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        children += 1
+    time.sleep(2)
+    raise RuntimeError(f"started {children} processes")
+''',
+    # Three children of 2.3 GB each: under the 6 GiB a process may have, over the 6 GiB
+    # of the whole tree.
+    "sequence_logprob": '''def sequence_logprob(logits, token_ids):
+    import os
+    import time
+    for _ in range(3):
+        if os.fork() == 0:
+            block = b"\\x01" * 2_300_000_000
+            time.sleep(60)
+            os._exit(len(block))
+    time.sleep(15)
+    raise RuntimeError("the children are still alive")
+''',
+}
+
+
 def malformed_metadata(notebook):
     """A full solution whose metadata a student's editor (or the student) broke."""
     notebook = copy.deepcopy(notebook)
@@ -414,6 +451,12 @@ def expectations() -> dict[str, dict]:
     expected[f"sybil_reads_root_only_files/{SMALL}"] = {
         "score": full_small - 2, "max_score": full_small, "needs_bwrap": True,
         "statuses": {"test_top_k_next_tokens": "error"}, "messages": ["exfiltrated: PermissionError"]}
+    # The two hogs' items (3 + 2 points) are lost, each with the limit that stopped it.
+    expected[f"walter_forks_children/{SMALL}"] = {
+        "score": full_small - 5, "max_score": full_small,
+        "statuses": {"test_top_k_next_tokens": "error", "test_sequence_logprob": "error",
+                     "test_pretraining_costs": "passed"},
+        "messages": ["processes and threads", "of memory together"]}
     expected[f"victor_hostile_replies/{MAIN}"] = {
         "score": 0.0, "max_score": max_score(MAIN), "statuses": {
             "test_cat_next_word_probs": "failed", "test_causal_mask": "failed",
@@ -472,6 +515,7 @@ def samples() -> dict[str, dict[str, object]]:
     out["nina_malformed_metadata"] = {SMALL: malformed_metadata(small)}
     out["sybil_reads_root_only_files"] = {SMALL: replace(small, READS_ROOT_ONLY)}
     out["victor_hostile_replies"] = {MAIN: replace(release, HOSTILE_REPLIES)}
+    out["walter_forks_children"] = {SMALL: replace(small, TREE_HOGS)}
     out["mallet_files_under_alice"] = {IMPERSONATION.removeprefix("week6/").removesuffix(".ipynb"): release}
     return out
 
