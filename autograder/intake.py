@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .notebook import ASSIGNMENT, SOURCE_DIR
-from .report import TABLE_NAME
+from .report import TABLE_NAME, clip
 
 MiB = 2**20
 # A notebook with its outputs (plots, progress bars) is a few MB; 32 MiB leaves room
@@ -42,6 +42,9 @@ MAX_NOTEBOOK_BYTES = 32 * MiB
 # notebooks; a folder of a million files costs a bounded walk, not the class run.
 MAX_ENTRIES_PER_STUDENT = 10_000
 MAX_NAME_CHARS = 128
+MAX_SHOWN_CHARS = 300  # of a file's path, as reports and the class table show it
+# Problem reports for one student; beyond, one report counts the rest.
+MAX_PROBLEMS_PER_STUDENT = 50
 CHECKPOINTS = b".ipynb_checkpoints"
 
 
@@ -67,14 +70,15 @@ class Submission:
 
 # ------------------------------------------------------------------------ names
 def display(name: bytes) -> str:
-    """A printable form of a file name: itself when it is clean UTF-8, else escaped."""
+    """A printable form of a file name: itself when it is clean UTF-8, else escaped;
+    clipped to ``MAX_SHOWN_CHARS`` (a path may be thousands of characters long)."""
     try:
         text = name.decode("utf-8")
     except UnicodeDecodeError:
-        return ascii(name)[2:-1]
+        return clip(ascii(name)[2:-1], MAX_SHOWN_CHARS)
     if any(unicodedata.category(ch).startswith("C") for ch in text):
-        return ascii(text)[1:-1]
-    return text
+        text = ascii(text)[1:-1]
+    return clip(text, MAX_SHOWN_CHARS)
 
 
 def name_problem(name: bytes, what: str) -> str | None:
@@ -277,7 +281,8 @@ def _students_of(root: bytes) -> list[tuple[bytes, list[tuple[bytes, bytes]], st
 
 
 def _notebooks_of(folder: bytes) -> list[tuple[bytes, bytes]]:
-    """(path below ``folder``, absolute path) of every ``*.ipynb`` entry of one student.
+    """(path below ``folder``, absolute path) of every ``*.ipynb`` entry and every
+    symbolic link of one student.
 
     Walks without following links and stops after ``MAX_ENTRIES_PER_STUDENT``
     entries; checkpoint folders are skipped.
@@ -296,8 +301,8 @@ def _notebooks_of(folder: bytes) -> list[tuple[bytes, bytes]]:
             below = relative + b"/" + entry.name if relative else entry.name
             if entry.name == CHECKPOINTS:
                 continue
-            if entry.name.endswith(b".ipynb"):
-                found.append((below, entry.path))
+            if entry.name.endswith(b".ipynb") or entry.is_symlink():
+                found.append((below, entry.path))  # a linked folder is reported, not walked
             elif entry.is_dir(follow_symlinks=False):
                 stack.append((entry.path, below))
     return sorted(found)
@@ -335,6 +340,11 @@ def _one_student(student: str, origin: Path, files: list[tuple[bytes, bytes]], l
             path, below = os.fsencode(origin / below.decode(errors="surrogateescape")), below
         folder, _, name = below.rpartition(b"/")
         shown = display(below)
+        if not name.endswith(b".ipynb") and os.path.islink(path):  # a notebook link is reported below
+            out.append(Submission(student, None, shown, "link-" + _digest(below),
+                                  f"{shown} is a symbolic link; links are not followed, so nothing in it "
+                                  "was graded. Submit the files themselves."))
+            continue
         if folder not in (b"", ASSIGNMENT.encode()):
             out.append(Submission(student, None, shown, misplaced_key(below),
                                   f"{shown} is in a sub-folder and was not graded: notebooks are graded only "
@@ -366,7 +376,22 @@ def _one_student(student: str, origin: Path, files: list[tuple[bytes, bytes]], l
             out.append(Submission(student, None, shown, stem, f"{shown} was not graded: {why}"))
         else:
             out.append(Submission(student, Path(os.fsdecode(copies[0][1])), shown, stem))
-    return out
+    return _capped(student, out)
+
+
+def _capped(student: str, submissions: list[Submission]) -> list[Submission]:
+    """At most ``MAX_PROBLEMS_PER_STUDENT`` problem reports for one student, the last
+    of them counting the rest: ten thousand junk files would otherwise cost the class
+    run ten thousand report files."""
+    problems = [s for s in submissions if s.problem is not None]
+    if len(problems) <= MAX_PROBLEMS_PER_STUDENT:
+        return submissions
+    kept = {id(s) for s in problems[:MAX_PROBLEMS_PER_STUDENT - 1]}
+    rest = len(problems) - len(kept)
+    return [s for s in submissions if s.problem is None or id(s) in kept] + [
+        Submission(student, None, f"{rest} more files", "more-problems",
+                   f"{rest} more files of this student were not graded either (misplaced, unusable names, "
+                   "links or copies); only the first ones have reports of their own")]
 
 
 def misplaced_key(below: bytes) -> str:

@@ -247,3 +247,19 @@ def test_report_names_never_collide_and_never_shadow_the_class_table(tmp_path):
     assert "class table" in next(s.problem for s in found if s.name == "grades.csv")
     keys = [(s.student, s.key) for s in found]
     assert len(keys) == len(set(keys))
+
+
+def test_a_linked_folder_is_reported_and_junk_is_capped(tmp_path):
+    root = tmp_path / "submitted"
+    (root / "lena").mkdir(parents=True)
+    (root / "lena" / "week6").symlink_to(REPO / "solutions" / "week6", target_is_directory=True)
+    junk = root / "max" / "week6"
+    junk.mkdir(parents=True)
+    for index in range(intake.MAX_PROBLEMS_PER_STUDENT * 3):
+        (junk / f"copy{index}.ipynb").write_text("{}")
+    found = intake.collect([root])
+    (lena,) = [s for s in found if s.student == "lena"]
+    assert lena.path is None and "symbolic link" in lena.problem
+    mine = [s for s in found if s.student == "max"]
+    assert len(mine) == intake.MAX_PROBLEMS_PER_STUDENT
+    assert "101 more files" in mine[-1].problem
