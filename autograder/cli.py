@@ -1,77 +1,197 @@
 """Command line of the grader.
 
     python -m autograder grade [PATH ...] [--out DIR] [--jobs N] [--device auto|cpu|cuda] [--student NAME]
+                               [--shard I/N | --shards N --shard-from-env VAR] [--force] [--format gradescope]
+    python -m autograder merge DIR ... [--out DIR]
     python -m autograder check NOTEBOOK
 
-``grade`` writes ``DIR/<student>/<notebook stem>.json`` per submission, each as
-soon as it is graded, and ``DIR/grades.csv`` for the class, prints a table, and
-exits 0 whenever grading completed, whatever the scores. What was handed in is
-taken in by ``autograder.intake``: the student is the first folder under a class
-root (or ``--student``), only regular files are read, and every problem with a
-file becomes that student's report. ``check`` is the student's self-check: the
-notebook's visible tests, run in the same sandboxed worker.
+``grade`` writes ``DIR/<student>/<notebook stem>.json`` per submission, each
+atomically as soon as it is graded, and ``DIR/grades.csv`` for the class, and
+prints a table. What was handed in is taken in by ``autograder.intake``: the
+student is the first folder under a class root (or ``--student``), only regular
+files are read, and every problem with a file becomes that student's report.
+
+A run skips every notebook whose report is up to date (same grader version, same
+hidden suites and references, same notebook bytes, same device; ``--force``
+grades it again), so a run that was killed finishes the class when started
+again. ``--shard I/N`` grades only shard I (from 0) of N of the stable order of
+(student, notebook), for job arrays; shards may share an output folder, write no
+class table, and ``merge`` builds it from their reports. ``--format gradescope``
+also writes each report as Gradescope's ``results.json``, in
+``DIR/<student>/gradescope/<notebook stem>.json``.
+
+Exit status (``grade``): 0 every submission assigned to this run has a report,
+whatever the scores; 2 some could not be graded because of the grader or the
+machine (a crashed or timed-out grading process: run again to retry them); 3 a
+mistake in the command (nothing was graded; do not retry). ``check`` is the
+student's self-check: the notebook's visible tests, run in the same sandboxed
+worker.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from .intake import Submission, collect
+from .intake import ConfigurationError, IntakeError, Submission, collect, read_regular_file
 from .notebook import REPO
-from .report import print_table, problem_report, write_report, write_table
+from .report import (MAX_REPORT_BYTES, bounded, print_table, problem_report, write_gradescope, write_report,
+                     write_table)
 from .runner import DEFAULT_HIDDEN, grade_in_subprocess
+from .version import SCHEMA_VERSION, __version__, suite_hash
 
 SAMPLES = REPO / "data" / "sample_submissions"
+EXIT_OK, EXIT_RETRY, EXIT_CONFIGURATION = 0, 2, 3
 
 
-def grade(paths: list[Path], out: Path, jobs: int, device: str, student: str | None = None) -> int:
-    submissions = collect(paths or [SAMPLES], student=student)
-    if not submissions:
-        print("No notebooks found to grade.", file=sys.stderr)
-        return 0
-    graded = [s for s in submissions if s.problem is None]
+def grade(paths: list[Path], out: Path, jobs: int, device: str, student: str | None = None, *,
+          shard: tuple[int, int] = (0, 1), force: bool = False, formats: tuple[str, ...] = ()) -> int:
+    index, count = shard
+    everything = sorted(collect(paths or [SAMPLES], student=student), key=lambda s: (s.student, s.key))
+    mine = everything[index::count]
+    if not mine:
+        print("No notebooks found to grade" + (f" in shard {index}/{count}." if count > 1 else "."), file=sys.stderr)
+        return EXIT_OK
+    stamp = {"schema_version": SCHEMA_VERSION, "grader_version": __version__, "suite_hash": suite_hash(),
+             "device": device}
+
+    def record(sub: Submission, report: dict, digest: str | None) -> dict:
+        """Name the report after the intake's student and file, stamp what graded it, write it at once."""
+        report.update(stamp, student=sub.student, notebook=sub.name, submission_sha256=digest)
+        write_report(out, sub.student, sub.key, report)
+        if "gradescope" in formats:
+            write_gradescope(out, sub.student, sub.key, report)
+        return report
+
+    reports, todo = [], []
+    for sub in mine:
+        if sub.problem is not None:
+            reports.append(record(sub, problem_report(sub.student, sub.name, sub.problem, device=device), None))
+            continue
+        try:
+            digest = hashlib.sha256(read_regular_file(sub.path)).hexdigest()
+        except IntakeError as err:  # changed since intake looked at it
+            reports.append(record(sub, problem_report(sub.student, sub.name, str(err), device=device), None))
+            continue
+        done = None if force else _up_to_date(out, sub, stamp, digest)
+        if done is not None:
+            reports.append(done)
+        else:
+            todo.append((sub, digest))
+
+    skipped = sum(1 for s in mine if s.problem is None) - len(todo)
+    print(f"Grading {len(todo)} notebook(s) with {jobs} job(s) on device '{device}'"
+          + (f", shard {index}/{count}" if count > 1 else "")
+          + (f"; {skipped} already graded (--force grades them again)" if skipped else "")
+          + (f"; {sum(1 for s in mine if s.problem)} file(s) not graded, see their reports"
+             if any(s.problem for s in mine) else "") + "...", flush=True)
+    started = time.perf_counter()
     # The sandbox hides every submission folder given and the output folder, on top
     # of the repository: no student reads another's notebook or report.
     hidden = DEFAULT_HIDDEN + [str(p.resolve()) for p in paths] + [str(out.resolve())]
-    started = time.perf_counter()
-    print(f"Grading {len(graded)} notebook(s) with {jobs} job(s) on device '{device}'"
-          + (f"; {len(submissions) - len(graded)} file(s) not graded, see their reports" if len(graded) < len(submissions) else "")
-          + "...", flush=True)
-
-    reports = []
-    for sub in submissions:
-        if sub.problem is not None:
-            reports.append(_record(out, sub, problem_report(sub.student, sub.name, sub.problem, device=device)))
 
     def one(sub: Submission) -> dict:
         return grade_in_subprocess(sub.path, student=sub.student, device=device, hidden=hidden)
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(one, sub): sub for sub in graded}
-        for done, future in enumerate(as_completed(futures), 1):
-            sub = futures[future]
-            report = _record(out, sub, future.result())
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, _Progress(len(todo)) as progress:
+        futures = {pool.submit(one, sub): (sub, digest) for sub, digest in todo}
+        for future in as_completed(futures):
+            sub, digest = futures[future]
+            report = record(sub, future.result(), digest)
             reports.append(report)
-            print(f"[{done}/{len(graded)}] {sub.student}/{sub.name}: {report['score']:g}/{report['max_score']:g}",
-                  flush=True)
-    table = write_table(reports, out)
-    print()
-    print_table(reports)
+            progress.done(sub, report)
+
+    if count == 1:
+        table = write_table(reports, out)
+        print()
+        print_table(reports)
+        where = f"class table {table}"
+    else:
+        where = f"shard {index}/{count}; build the class table with: python -m autograder merge {out}"
     if any(r["sandbox"] == "degraded" for r in reports):
         print("warning: bubblewrap is unavailable; student code ran with process isolation and limits only "
               "(install the Debian package 'bubblewrap' for the full sandbox)", file=sys.stderr)
-    print(f"\n{len(reports)} report(s) in {out}/, class table {table} ({time.perf_counter() - started:.1f} s)")
-    return 0
+    failed = [r for r in reports if r.get("outcome") == "failed"]
+    print(f"\n{len(reports)} report(s) in {out}/, {where} ({time.perf_counter() - started:.1f} s)")
+    if failed:
+        print(f"{len(failed)} notebook(s) could not be graded because of the grader or the machine; "
+              "run the same command again to retry them.", file=sys.stderr)
+        return EXIT_RETRY
+    return EXIT_OK
 
 
-def _record(out: Path, sub: Submission, report: dict) -> dict:
-    """Name the report after the intake's student and file, and write it at once."""
-    report["student"], report["notebook"] = sub.student, sub.name
-    write_report(out, sub.student, sub.key, report)
-    return report
+def _up_to_date(out: Path, sub: Submission, stamp: dict, digest: str) -> dict | None:
+    """The existing report of ``sub`` if it was graded by this grader from these bytes, else None."""
+    path = out / sub.student / f"{sub.key}.json"
+    try:
+        report = json.loads(read_regular_file(path, limit=2 * MAX_REPORT_BYTES))
+    except (IntakeError, ValueError):
+        return None  # none yet, or damaged: grade again
+    if type(report) is not dict or report.get("outcome") != "graded" or report.get("submission_sha256") != digest:
+        return None
+    if any(report.get(key) != value for key, value in stamp.items()):
+        return None
+    return bounded(report)
+
+
+class _Progress:
+    """A progress bar on a terminal (done, failures, ETA); one plain line per notebook elsewhere."""
+
+    def __init__(self, total: int):
+        self.total, self.count, self.failures = total, 0, 0
+        self.bar = None
+        if total and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="notebook", file=sys.stderr, dynamic_ncols=True)
+
+    def done(self, sub: Submission, report: dict) -> None:
+        self.count += 1
+        self.failures += report.get("outcome") == "failed"
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"failed {self.failures}", refresh=False)
+            self.bar.update()
+        else:
+            print(f"[{self.count}/{self.total}] {sub.student}/{sub.name}: {report['score']:g}/{report['max_score']:g}"
+                  + (" (could not be graded)" if report.get("outcome") == "failed" else ""), flush=True)
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def merge(folders: list[Path], out: Path | None = None) -> int:
+    """``grades.csv`` from the reports of several (sharded) runs; a report found twice counts once."""
+    reports: dict[tuple[str, str], dict] = {}
+    for folder in folders:
+        if not folder.is_dir():
+            raise ConfigurationError(f"{folder} is not a folder of reports")
+        for path in sorted(folder.glob("*/*.json")):
+            key = (path.parent.name, path.stem)
+            try:
+                report = bounded(json.loads(read_regular_file(path, limit=2 * MAX_REPORT_BYTES)))
+            except (IntakeError, ValueError) as err:
+                print(f"warning: skipped {path}: {err}", file=sys.stderr)
+                continue
+            if key in reports:
+                print(f"warning: {path} is a second report of {key[0]}/{key[1]}; the first one was kept",
+                      file=sys.stderr)
+                continue
+            reports[key] = report
+    target = out or folders[0]
+    target.mkdir(parents=True, exist_ok=True)
+    table = write_table(reports.values(), target)
+    print_table(reports.values())
+    print(f"\n{len(reports)} report(s) from {len(folders)} folder(s), class table {table}")
+    return EXIT_RETRY if any(r.get("outcome") == "failed" for r in reports.values()) else EXIT_OK
 
 
 def check(notebook: Path) -> int:
@@ -80,8 +200,27 @@ def check(notebook: Path) -> int:
     return run_visible_tests(notebook)
 
 
+def _shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    try:
+        index, count = int(index), int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected I/N (for example 0/3), not {text!r}") from None
+    if not 0 <= index < count:
+        raise argparse.ArgumentTypeError(f"shard {text}: I must be at least 0 and below N")
+    return index, count
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors on the configuration exit status (3, not 2: 2 means retry)."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_CONFIGURATION, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description="Week 6 sandboxed autograder")
+    parser = _Parser(prog="python -m autograder", description="Week 6 sandboxed autograder")
     commands = parser.add_subparsers(dest="command", required=True)
     grade_parser = commands.add_parser("grade", help="grade notebooks in a sandbox, out of the student's kernel")
     grade_parser.add_argument("paths", nargs="*", type=Path,
@@ -93,19 +232,57 @@ def build_parser() -> argparse.ArgumentParser:
                               help="where reference and student tensors live (default: cuda if available)")
     grade_parser.add_argument("--student", help="the student of a single notebook or folder "
                                                 "(default: the folder's name, or the one above week6/)")
+    grade_parser.add_argument("--shard", type=_shard, help="grade only shard I (from 0) of N, e.g. 0/3")
+    grade_parser.add_argument("--shards", type=int, help="with --shard-from-env: the number of shards N")
+    grade_parser.add_argument("--shard-from-env", metavar="VAR",
+                              help="read the shard I from this variable (SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX)")
+    grade_parser.add_argument("--force", action="store_true", help="grade again notebooks whose report is up to date")
+    grade_parser.add_argument("--format", action="append", choices=("gradescope",), default=[],
+                              help="also write each report in this format")
+    merge_parser = commands.add_parser("merge", help="build grades.csv from the reports of sharded runs")
+    merge_parser.add_argument("folders", nargs="+", type=Path)
+    merge_parser.add_argument("--out", type=Path, help="where grades.csv goes (default: the first folder)")
     check_parser = commands.add_parser("check", help="run a notebook's visible tests in the sandbox (self-check)")
     check_parser.add_argument("notebook", type=Path)
     return parser
 
 
+def _resolve_device(device: str) -> str:
+    """The device every job uses, decided once (and recorded in each report)."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ConfigurationError("--device cuda was requested, but torch sees no CUDA GPU")
+    return device
+
+
+def _shard_of(args: argparse.Namespace) -> tuple[int, int]:
+    if args.shard_from_env is None:
+        if args.shards is not None:
+            raise ConfigurationError("--shards goes with --shard-from-env VAR (or give --shard I/N)")
+        return args.shard or (0, 1)
+    if args.shard is not None or args.shards is None:
+        raise ConfigurationError("--shard-from-env VAR needs --shards N, and no --shard")
+    value = os.environ.get(args.shard_from_env)
+    if value is None or not value.isdigit():
+        raise ConfigurationError(f"--shard-from-env: ${args.shard_from_env} is {value!r}, not a shard number")
+    try:
+        return _shard(f"{value}/{args.shards}")
+    except argparse.ArgumentTypeError as err:
+        raise ConfigurationError(str(err)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "grade":
-        if args.device == "cuda":
-            import torch
-
-            if not torch.cuda.is_available():
-                print("error: --device cuda was requested, but torch sees no CUDA GPU", file=sys.stderr)
-                return 2
-        return grade(args.paths, args.out, args.jobs, args.device, args.student)
+    try:
+        if args.command == "grade":
+            return grade(args.paths, args.out, args.jobs, _resolve_device(args.device), args.student,
+                         shard=_shard_of(args), force=args.force, formats=tuple(args.format))
+        if args.command == "merge":
+            return merge(args.folders, args.out)
+    except ConfigurationError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_CONFIGURATION
     return check(args.notebook)

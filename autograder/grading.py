@@ -369,6 +369,7 @@ def grade_notebook(path: Path, *, student: str, device: str = "auto",
     return bounded({
         "student": student,
         "assignment": "week6",
+        "outcome": "graded",
         "notebook": Path(path).name,
         "score": score,
         "max_score": max_score,

@@ -52,6 +52,11 @@ class IntakeError(Exception):
     """A file that cannot be taken in; the message says why and what to do."""
 
 
+class ConfigurationError(Exception):
+    """A mistake in the command itself (a missing path, an unusable ``--student``):
+    nothing was graded, and running it again unchanged will not help."""
+
+
 @dataclass(frozen=True)
 class Submission:
     """One notebook of one student, or one problem with what a student handed in.
@@ -192,18 +197,18 @@ def collect(paths: list[Path], *, student: str | None = None, limit: int = MAX_N
     (directly, or in a ``week6/`` folder); or a class root whose sub-folders are the
     students (nbgrader's ``submitted/``). ``student`` names the student of a notebook
     or single-student folder; without it, the student is that folder's name (the
-    folder above ``week6/``). Raises ``SystemExit`` only for mistakes in the
+    folder above ``week6/``). Raises ``ConfigurationError`` only for mistakes in the
     command itself (a missing path, ``--student`` with a class root, an unusable
     ``--student``).
     """
     stems = assignment_stems() if stems is None else stems
     if student is not None and (why := student_problem(student)):
-        raise SystemExit(f"error: --student: {why}")
+        raise ConfigurationError(f"--student: {why}")
     sources: list[tuple[str, bytes, Path, list[tuple[bytes, bytes]]]] = []  # (id, raw, origin, files)
     rejected: list[Submission] = []
     for path in paths:
         if not os.path.lexists(path):
-            raise SystemExit(f"error: {path} does not exist (give a notebook, a folder or a submitted/ tree)")
+            raise ConfigurationError(f"{path} does not exist (give a notebook, a folder or a submitted/ tree)")
         given = Path(os.path.abspath(path))
         if not given.is_dir() or given.is_symlink():
             owner = _single_owner(student or _owner_of_notebook(given), path)
@@ -213,7 +218,7 @@ def collect(paths: list[Path], *, student: str | None = None, limit: int = MAX_N
             sources.append((owner, os.fsencode(owner), given, _notebooks_of(os.fsencode(given))))
         else:
             if student is not None:
-                raise SystemExit(f"error: {path} is a class root (one folder per student); --student "
+                raise ConfigurationError(f"{path} is a class root (one folder per student); --student "
                                  "applies to one notebook or one student's folder")
             for raw, files, problem in _students_of(os.fsencode(given)):
                 if problem:
@@ -239,7 +244,7 @@ def _unique_keys(submissions: list[Submission]) -> list[Submission]:
 
 def _single_owner(owner: str, path: Path) -> str:
     if why := student_problem(owner):
-        raise SystemExit(f"error: {path}: {why}; name the student with --student NAME")
+        raise ConfigurationError(f"{path}: {why}; name the student with --student NAME")
     return owner
 
 

@@ -2,8 +2,14 @@
 
 A report is a dict (JSON on disk)::
 
-    student, assignment, notebook, score, max_score, sandbox, device, duration_s,
+    student, assignment, notebook, outcome, score, max_score, sandbox, device, duration_s,
     tests: [{grade_id, test, status, points, max_points, message}], warnings: [str]
+
+``outcome`` says what happened to the notebook: ``graded`` (whatever the score),
+``rejected`` (it could not be taken in: a link, a misplaced or unusable file; the
+student's to fix), or ``failed`` (the grader or the machine did not finish it:
+grading it again may succeed). The CLI adds what it was graded by
+(``autograder.version``) and the notebook's sha256.
 
 Everything in a report that student code can influence (test messages quote
 exception texts and returned values; warnings quote file and cell names) is
@@ -22,6 +28,7 @@ from pathlib import Path
 from .notebook import ASSIGNMENT
 
 STATUSES = ("passed", "failed", "error", "timeout", "forbidden", "missing")
+OUTCOMES = ("graded", "rejected", "failed")
 # A test message: the failure, the student's exception and a few traceback lines.
 MAX_MESSAGE_CHARS = 2_000
 MAX_WARNING_CHARS = 2_000
@@ -45,10 +52,12 @@ def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return text[: keep // 2 + keep % 2] + marker + text[len(text) - keep // 2:]
 
 
-def problem_report(student: str, notebook: str, reason: str, *, device: str = "cpu") -> dict:
+def problem_report(student: str, notebook: str, reason: str, *, device: str = "cpu",
+                   outcome: str = "rejected") -> dict:
     """The report of a notebook that was not graded (score 0, the reason as a warning)."""
+    assert outcome in OUTCOMES[1:], outcome
     return bounded({
-        "student": student, "assignment": ASSIGNMENT, "notebook": notebook,
+        "student": student, "assignment": ASSIGNMENT, "notebook": notebook, "outcome": outcome,
         "score": 0.0, "max_score": 0.0, "sandbox": "none", "device": device,
         "duration_s": 0.0, "tests": [], "warnings": [reason],
     })
@@ -88,6 +97,23 @@ def write_report(out: Path, student: str, key: str, report: dict) -> Path:
     return target
 
 
+def to_gradescope(report: dict) -> dict:
+    """The report as Gradescope's autograder ``results.json``: one test per hidden test."""
+    return {
+        "score": report["score"],
+        "output": "\n".join(report.get("warnings", [])),
+        "tests": [{"name": f"{t['grade_id']}: {t['test']}", "score": t["points"], "max_score": t["max_points"],
+                   "status": "passed" if t["status"] == "passed" else "failed",
+                   "output": f"{t['status']}: {t['message']}" if t["message"] else t["status"]}
+                  for t in report["tests"]],
+    }
+
+
+def write_gradescope(out: Path, student: str, key: str, report: dict) -> Path:
+    """``out/<student>/gradescope/<key>.json`` (a folder below the student's: never read as a report)."""
+    return write_report(out / student, "gradescope", key, to_gradescope(report))
+
+
 def _cell(value) -> str:
     """A CSV cell that a spreadsheet will not run as a formula (OWASP's CSV injection rule)."""
     text = str(value)
@@ -100,12 +126,12 @@ def write_table(reports: Iterable[dict], out: Path) -> Path:
     rows = sorted(reports, key=lambda r: (r["student"], r["notebook"]))
     with table.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", "notebook", "score", "max_score", "sandbox", "device", "duration_s",
-                         *STATUSES])
+        writer.writerow(["student", "notebook", "outcome", "score", "max_score", "sandbox", "device",
+                         "duration_s", *STATUSES])
         for r in rows:
             counts = [sum(1 for t in r["tests"] if t["status"] == s) for s in STATUSES]
-            writer.writerow([_cell(r["student"]), _cell(r["notebook"]), r["score"], r["max_score"],
-                             r["sandbox"], r["device"], r["duration_s"], *counts])
+            writer.writerow([_cell(r["student"]), _cell(r["notebook"]), r.get("outcome", "graded"), r["score"],
+                             r["max_score"], r["sandbox"], r["device"], r["duration_s"], *counts])
     return table
 
 

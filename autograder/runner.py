@@ -123,12 +123,13 @@ def grade_in_subprocess(notebook: Path, *, student: str, device: str = "auto",
         name = Path(notebook).name
         if status is None:
             return problem_report(student, name, f"grading did not finish within {timeout:.0f} s and was stopped",
-                                  device=device)
+                                  device=device, outcome="failed")
         if status != 0 or not out.is_file():
             tail = log.read_bytes()[-4096:].decode(errors="replace").strip().splitlines()[-5:] if log.is_file() else []
             return problem_report(student, name, f"the grader process failed (exit {status}): " + " | ".join(tail),
-                                  device=device)
+                                  device=device, outcome="failed")
         try:
             return bounded(json.loads(read_regular_file(out, limit=2 * MAX_REPORT_BYTES)))
         except (IntakeError, ValueError) as err:
-            return problem_report(student, name, f"unreadable grading report: {err}", device=device)
+            return problem_report(student, name, f"unreadable grading report: {err}", device=device,
+                                  outcome="failed")

@@ -98,9 +98,9 @@ def test_the_ta_names_the_student_of_a_single_notebook(tmp_path):
     path = notebook(tmp_path / "anywhere")
     (found,) = intake.collect([path], student="dora")
     assert (found.student, found.problem) == ("dora", None)
-    with pytest.raises(SystemExit, match="--student"):
+    with pytest.raises(intake.ConfigurationError, match="--student"):
         intake.collect([path], student="../etc")
-    with pytest.raises(SystemExit, match="class root"):
+    with pytest.raises(intake.ConfigurationError, match="class root"):
         notebook(tmp_path / "submitted" / "erin" / "week6")
         intake.collect([tmp_path / "submitted"], student="dora")
 

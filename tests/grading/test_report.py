@@ -54,3 +54,18 @@ def test_the_class_table_cannot_carry_spreadsheet_formulas(tmp_path):
     with (write_table([report], tmp_path)).open() as handle:
         (row,) = list(csv.DictReader(handle))
     assert row["notebook"].startswith("'=")
+
+
+def test_gradescope_results_carry_each_test(tmp_path):
+    from autograder.report import write_gradescope
+
+    report = report_with(["differs from the reference"])
+    report["tests"].append({"grade_id": "g", "test": "t_ok", "status": "passed", "points": 1.0,
+                            "max_points": 1.0, "message": ""})
+    report["score"] = 1.0
+    results = json.loads(write_gradescope(tmp_path, "alice", "part_a", report).read_text())
+    assert results["score"] == 1.0
+    assert [(t["status"], t["score"], t["max_score"]) for t in results["tests"]] == [
+        ("failed", 0.0, 1.0), ("passed", 1.0, 1.0)]
+    assert "differs from the reference" in results["tests"][0]["output"]
+    assert list(tmp_path.glob("*/*.json")) == [], "not where merge looks for reports"

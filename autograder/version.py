@@ -1,0 +1,36 @@
+"""What a report was graded by: the grader's version and a hash of everything that decides a grade.
+
+A report records both, with the hash of the notebook it graded. A re-run (after a
+crash, or a Slurm task run again) skips a notebook whose report matches all three,
+and grades it again as soon as any of them changes: a new hidden test, a fixed
+reference, an edited instructor notebook, or a resubmission.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+
+from .notebook import ASSIGNMENT, REPO, SOURCE_DIR
+
+__version__ = "0.4.0"  # CHANGELOG.md's newest section
+# The report's fields; bumped when their meaning changes (reports of another
+# schema are never taken as up to date).
+SCHEMA_VERSION = 1
+PACKAGE = REPO / "autograder"
+
+
+@functools.lru_cache(maxsize=1)
+def suite_hash() -> str:
+    """sha256 over the grader's code, hidden suites, references and instructor notebooks.
+
+    Every file whose change can change a grade is in it (the grader's own code
+    too: a fixed bug is a changed grade); ~80 small files, a few milliseconds.
+    """
+    files = sorted([*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.ini"), *(SOURCE_DIR / ASSIGNMENT).glob("*.ipynb")])
+    digest = hashlib.sha256()
+    for path in files:
+        if "__pycache__" in path.parts:
+            continue
+        digest.update(path.relative_to(REPO).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
