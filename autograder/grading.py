@@ -139,6 +139,9 @@ class GradingSession:
             env={"WEEK6_CACHE": str(cache_dir()), "WEEK6_DATA": str(REPO / "data")},
             preload=PROBE_MODULES + self.warm,
             threads=1,
+            # The GPU's device nodes only when grading runs on CUDA: --device cpu on a GPU
+            # machine must not hand student code the GPU.
+            gpu=self.device == "cuda",
         )
         self.sandbox = self.worker.sandbox
         for cell in self.plan.cells:
