@@ -219,7 +219,7 @@ def collect(paths: list[Path], *, student: str | None = None, limit: int = MAX_N
         else:
             if student is not None:
                 raise ConfigurationError(f"{path} is a class root (one folder per student); --student "
-                                 "applies to one notebook or one student's folder")
+                                         "applies to one notebook or one student's folder")
             for raw, files, problem in _students_of(os.fsencode(given)):
                 if problem:
                     rejected.append(Submission(fallback_id(raw), None, display(raw), "folder", problem))
@@ -272,16 +272,19 @@ def _is_student_folder(folder: Path) -> bool:
 def _students_of(root: bytes) -> list[tuple[bytes, list[tuple[bytes, bytes]], str | None]]:
     """(folder name, its notebook files, problem) for every student folder of a class root."""
     found = []
-    with os.scandir(root) as entries:
-        for entry in sorted(entries, key=lambda e: e.name):
-            if entry.name.startswith(b"."):
-                continue  # .ipynb_checkpoints, .DS_Store, editor files
-            if entry.is_symlink():
-                found.append((entry.name, [], f"the student folder '{display(entry.name)}' is a symbolic link; "
-                                             "links are not followed"))
-            elif entry.is_dir(follow_symlinks=False):
-                found.append((entry.name, _notebooks_of(entry.path), student_folder_problem(entry.name)))
-            # Regular files beside the student folders belong to nobody: not graded.
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError as err:
+        raise ConfigurationError(f"cannot list {os.fsdecode(root)}: {err.strerror}") from None
+    for entry in entries:
+        if entry.name.startswith(b"."):
+            continue  # .ipynb_checkpoints, .DS_Store, editor files
+        if entry.is_symlink():
+            found.append((entry.name, [], f"the student folder '{display(entry.name)}' is a symbolic link; "
+                                         "links are not followed"))
+        elif entry.is_dir(follow_symlinks=False):
+            found.append((entry.name, _notebooks_of(entry.path), student_folder_problem(entry.name)))
+        # Regular files beside the student folders belong to nobody: not graded.
     return found
 
 
