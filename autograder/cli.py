@@ -38,6 +38,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from .device import DEVICES, DeviceUnavailable, resolve_device
 from .intake import ConfigurationError, IntakeError, Submission, collect, read_regular_file
 from .notebook import REPO
 from .report import (MAX_REPORT_BYTES, bounded, print_table, problem_report, write_gradescope, write_report,
@@ -228,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(default: the bundled sample submissions)")
     grade_parser.add_argument("--out", type=Path, default=Path("grades"), help="output folder (default: grades/)")
     grade_parser.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
-    grade_parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+    grade_parser.add_argument("--device", choices=DEVICES, default="auto",
                               help="where reference and student tensors live (default: cuda if available)")
     grade_parser.add_argument("--student", help="the student of a single notebook or folder "
                                                 "(default: the folder's name, or the one above week6/)")
@@ -245,17 +246,6 @@ def build_parser() -> argparse.ArgumentParser:
     check_parser = commands.add_parser("check", help="run a notebook's visible tests in the sandbox (self-check)")
     check_parser.add_argument("notebook", type=Path)
     return parser
-
-
-def _resolve_device(device: str) -> str:
-    """The device every job uses, decided once (and recorded in each report)."""
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ConfigurationError("--device cuda was requested, but torch sees no CUDA GPU")
-    return device
 
 
 def _shard_of(args: argparse.Namespace) -> tuple[int, int]:
@@ -278,11 +268,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "grade":
-            return grade(args.paths, args.out, args.jobs, _resolve_device(args.device), args.student,
+            # Decided once, here: every job grades on it and each report records it.
+            return grade(args.paths, args.out, args.jobs, resolve_device(args.device), args.student,
                          shard=_shard_of(args), force=args.force, formats=tuple(args.format))
         if args.command == "merge":
             return merge(args.folders, args.out)
-    except ConfigurationError as err:
+    except (ConfigurationError, DeviceUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_CONFIGURATION
     return check(args.notebook)

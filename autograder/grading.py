@@ -35,6 +35,7 @@ from typing import Any
 import pytest
 
 from . import forbidden
+from .device import resolve_device
 from .notebook import REPO, GradingPlan, UnreadableNotebook, plan_grading, read_notebook, test_cell_points
 from .report import bounded, clip
 from .suite import CellFailed, Forbidden, GradingFailure, Missing, active_session
@@ -330,16 +331,6 @@ def run_hidden_suite(stem: str, session: GradingSession, *, device: str) -> list
 
 
 # --------------------------------------------------------------------------- one notebook
-def resolve_device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("--device cuda was requested, but torch sees no CUDA GPU on this machine")
-    return device
-
-
 def grade_notebook(path: Path, *, student: str, device: str = "auto",
                    hidden_paths: list[str] | None = None) -> dict:
     """Grade one notebook and return its report (see README for the schema)."""

@@ -111,6 +111,10 @@ def test_exit_status_says_whether_to_retry(tmp_path, monkeypatch):
     assert run("grade", "--shards", "3", "--shard-from-env", "NO_SUCH_VARIABLE").returncode == cli.EXIT_CONFIGURATION
     assert run("grade", "--shard", "3/3").returncode == cli.EXIT_CONFIGURATION
     assert run("grade", "--no-such-option").returncode == cli.EXIT_CONFIGURATION
+    import torch
+
+    if not torch.cuda.is_available():
+        assert run("grade", "--device", "cuda").returncode == cli.EXIT_CONFIGURATION
     root = small_class(tmp_path / "submitted", ("alice_full_solution",))
 
     def machine_failure(notebook, *, student, device, hidden):
