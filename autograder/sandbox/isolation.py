@@ -116,6 +116,18 @@ def runtime_paths() -> list[str]:
     return sorted(p for p in real if not any(p != q and _inside(p, q) for q in real))
 
 
+def runtime_aliases() -> list[tuple[str, str]]:
+    """(path, real path) of the virtual environment and the interpreter's folder where
+    they are reached through a symbolic link (``/srv/course/.venv`` linking elsewhere).
+
+    The worker is started as ``sys.executable``, under the name the grader was started
+    with, and Python finds its environment (``pyvenv.cfg``, site-packages) from that
+    name; binding only the real paths would leave the name dangling in the sandbox."""
+    names = {sys.prefix, sys.exec_prefix, os.path.dirname(sys.executable)}
+    return sorted((os.path.abspath(name), os.path.realpath(name)) for name in names
+                  if os.path.exists(name) and os.path.realpath(name) != os.path.abspath(name))
+
+
 # What the sandbox sees of the host: system software and configuration only.
 SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
 
@@ -163,6 +175,8 @@ def bwrap_argv(command: list[str], *, env: Mapping[str, str], cwd: str = "/tmp",
     for path in exposed:
         if not any(_inside(path, root) for root in SYSTEM_ROOTS) or any(_inside(path, top) for top in covers):
             mounts.append((_depth(path), 0, ["--ro-bind", source(path), path]))
+    for alias, real in runtime_aliases():
+        mounts.append((_depth(alias), 0, ["--ro-bind", source(real), alias]))
     tmpfs_hidden = []
     for path in hidden:
         if not os.path.exists(path):

@@ -251,3 +251,21 @@ def test_a_detached_grandchild_is_gone_when_the_worker_dies_first(sandbox):
         with pytest.raises(WorkerCrashed):
             worker.call("die")
         assert _eventually(lambda: not _running_with(marker)), "the grandchild outlived the crash"
+
+
+@needs_bwrap
+def test_a_virtual_environment_reached_through_a_link_keeps_the_full_sandbox(tmp_path):
+    """The worker is started under the interpreter's linked name; the sandbox must show it."""
+    import subprocess
+    import sys
+
+    link = tmp_path / "venv-link"
+    link.symlink_to(Path(sys.prefix).resolve(), target_is_directory=True)
+    python = link / "bin" / Path(sys.executable).name
+    probe = ("from autograder.sandbox.launcher import Worker\n"
+             "with Worker(isolation='bwrap') as worker:\n"
+             "    print(worker.sandbox, worker.ping()['uid'])\n")
+    done = subprocess.run([str(python), "-c", probe], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["bwrap", "65534"]
