@@ -15,7 +15,8 @@ The vocabulary, within the limits below:
 
 * ``torch.Tensor``, exactly that type, strided layout (no subclass, no Parameter),
   contiguous and owning its storage: no stride-0 or overlapping view, no view into a
-  larger storage, no storage shared with another tensor of the message;
+  larger storage, no storage shared with another tensor of the message, no autograd
+  (``requires_grad`` off);
 * ``None``, ``bool``, ``int``, ``float``, ``str``, exactly those types;
 * ``list``, ``tuple``, and ``dict`` with ``str`` keys, of the above.
 
