@@ -2,7 +2,7 @@
 
     python -m autograder grade [PATH ...] [--out DIR] [--jobs N] [--device auto|cpu|cuda] [--student NAME]
                                [--shard I/N | --shards N --shard-from-env VAR] [--force] [--format gradescope]
-    python -m autograder merge DIR ... [--out DIR]
+    python -m autograder merge DIR ... [--out DIR] [--nbgrader [--course-root DIR]]
     python -m autograder check NOTEBOOK
 
 ``grade`` writes ``DIR/<student>/<notebook stem>.json`` per submission, each
@@ -169,8 +169,17 @@ class _Progress:
             self.bar.close()
 
 
-def merge(folders: list[Path], out: Path | None = None) -> int:
-    """``grades.csv`` from the reports of several (sharded) runs; a report found twice counts once."""
+def merge(folders: list[Path], out: Path | None = None, nbgrader: bool = False,
+          course_root: Path | None = None) -> int:
+    """``grades.csv`` from the reports of several (sharded) runs; a report found twice counts once.
+
+    ``nbgrader``: then run ``nbgrader autograde`` in the working directory (the course
+    root, with this repository's ``nbgrader_config.py``) taking the scores from these
+    reports, so that the gradebook, formgrader, feedback and export work as after
+    ``nbgrader autograde`` itself; a notebook without an up-to-date report is graded.
+    ``course_root`` names another course root (and its ``gradebook.db``) for nbgrader."""
+    if nbgrader and len(folders) != 1:
+        raise ConfigurationError("--nbgrader takes the one folder that the shards wrote their reports into")
     reports: dict[tuple[str, str], dict] = {}
     for folder in folders:
         if not folder.is_dir():
@@ -192,7 +201,24 @@ def merge(folders: list[Path], out: Path | None = None) -> int:
     table = write_table(reports.values(), target)
     print_table(reports.values())
     print(f"\n{len(reports)} report(s) from {len(folders)} folder(s), class table {table}")
+    if nbgrader and _import_into_nbgrader(folders[0], course_root) != 0:
+        return EXIT_RETRY
     return EXIT_RETRY if any(r.get("outcome") == "failed" for r in reports.values()) else EXIT_OK
+
+
+def _import_into_nbgrader(folder: Path, course_root: Path | None) -> int:
+    import subprocess
+
+    from .notebook import ASSIGNMENT
+    from .release import venv_env
+
+    command = [sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--create", "--force",
+               f"--SandboxedGrading.reports={folder.resolve()}"]
+    if course_root is not None:
+        root = course_root.resolve()
+        command += [f"--CourseDirectory.root={root}", f"--CourseDirectory.db_url=sqlite:///{root / 'gradebook.db'}"]
+    print("Importing the scores into nbgrader's gradebook: " + " ".join(command[2:]), flush=True)
+    return subprocess.run(command, env=venv_env()).returncode
 
 
 def check(notebook: Path) -> int:
@@ -243,6 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
     merge_parser = commands.add_parser("merge", help="build grades.csv from the reports of sharded runs")
     merge_parser.add_argument("folders", nargs="+", type=Path)
     merge_parser.add_argument("--out", type=Path, help="where grades.csv goes (default: the first folder)")
+    merge_parser.add_argument("--nbgrader", action="store_true",
+                              help="also import the scores into nbgrader (run from the course root)")
+    merge_parser.add_argument("--course-root", type=Path,
+                              help="with --nbgrader: the course root, if not the one of ./nbgrader_config.py")
     check_parser = commands.add_parser("check", help="run a notebook's visible tests in the sandbox (self-check)")
     check_parser.add_argument("notebook", type=Path)
     return parser
@@ -272,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             return grade(args.paths, args.out, args.jobs, resolve_device(args.device), args.student,
                          shard=_shard_of(args), force=args.force, formats=tuple(args.format))
         if args.command == "merge":
-            return merge(args.folders, args.out)
+            return merge(args.folders, args.out, args.nbgrader, args.course_root)
     except (ConfigurationError, DeviceUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_CONFIGURATION

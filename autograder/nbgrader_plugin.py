@@ -12,9 +12,18 @@ receives two outputs that nbgrader's own machinery understands:
   ``generate_feedback`` shows to the student (never the hidden test code).
 
 Written answers are left alone for the formgrader.
+
+With ``--SandboxedGrading.reports=DIR`` (what ``python -m autograder merge --nbgrader``
+runs), a notebook already graded by ``python -m autograder grade`` (a Slurm job
+array, say) is not graded again: its report in ``DIR/<student>/<stem>.json`` is
+used, provided it was made from the very bytes of ``submitted/<student>/week6/
+<stem>.ipynb`` by this grader (same ``submission_sha256`` and ``suite_hash``).
+Otherwise the notebook is graded as usual.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import tempfile
 from pathlib import Path
 
@@ -24,8 +33,11 @@ from traitlets import Float, Unicode
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .notebook import cell_points, is_test_cell
+from .intake import IntakeError, read_regular_file
+from .notebook import ASSIGNMENT, cell_points, is_test_cell
+from .report import MAX_REPORT_BYTES, bounded
 from .runner import DEFAULT_HIDDEN, JOB_TIMEOUT, grade_in_subprocess
+from .version import suite_hash
 
 
 def feedback_lines(tests: list[dict]) -> list[str]:
@@ -43,6 +55,8 @@ class SandboxedGrading(NbGraderPreprocessor):
 
     device = Unicode("auto", help="'auto', 'cpu' or 'cuda'").tag(config=True)
     timeout = Float(JOB_TIMEOUT, help="seconds allowed for one notebook").tag(config=True)
+    reports = Unicode("", help="folder of reports of `python -m autograder grade`, used instead of "
+                               "grading a notebook again where they are up to date").tag(config=True)
 
     def preprocess(self, nb, resources):
         stem = resources.get("unique_key") or resources["metadata"]["name"]
@@ -51,11 +65,13 @@ class SandboxedGrading(NbGraderPreprocessor):
         # up is the course root (gradebook, submissions), which the sandbox hides.
         folder = Path(resources.get("metadata", {}).get("path") or Path.cwd()).resolve()
         course_root = str(folder.parents[2]) if len(folder.parents) > 2 else str(folder)
-        with tempfile.TemporaryDirectory(prefix="autograde-") as scratch:
-            path = Path(scratch) / f"{stem}.ipynb"
-            nbformat.write(nb, path)
-            report = grade_in_subprocess(path, student=student, device=self.device,
-                                         hidden=DEFAULT_HIDDEN + [course_root, scratch], timeout=self.timeout)
+        report = self._saved_report(Path(course_root), student, stem) if self.reports else None
+        if report is None:
+            with tempfile.TemporaryDirectory(prefix="autograde-") as scratch:
+                path = Path(scratch) / f"{stem}.ipynb"
+                nbformat.write(nb, path)
+                report = grade_in_subprocess(path, student=student, device=self.device,
+                                             hidden=DEFAULT_HIDDEN + [course_root, scratch], timeout=self.timeout)
         for warning in report.get("warnings", []):
             self.log.warning("%s/%s: %s", student, stem, warning)
         by_cell: dict[str, list[dict]] = {}
@@ -80,3 +96,20 @@ class SandboxedGrading(NbGraderPreprocessor):
             ]
         resources.setdefault("week6", {})[stem] = report
         return nb, resources
+
+    def _saved_report(self, course_root: Path, student: str, stem: str) -> dict | None:
+        """The report of this submission in ``self.reports`` if it is up to date, else None."""
+        try:
+            report = json.loads(read_regular_file(Path(self.reports) / student / f"{stem}.json",
+                                                  limit=2 * MAX_REPORT_BYTES))
+            submitted = read_regular_file(course_root / "submitted" / student / ASSIGNMENT / f"{stem}.ipynb")
+        except (IntakeError, ValueError) as err:
+            self.log.info("%s/%s: grading it (no usable report: %s)", student, stem, err)
+            return None
+        if (type(report) is dict and report.get("outcome") == "graded"
+                and report.get("submission_sha256") == hashlib.sha256(submitted).hexdigest()
+                and report.get("suite_hash") == suite_hash()):
+            self.log.info("%s/%s: scores from the report in %s", student, stem, self.reports)
+            return bounded(report)
+        self.log.info("%s/%s: grading it (its report is not of this submission or this grader)", student, stem)
+        return None

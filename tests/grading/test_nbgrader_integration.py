@@ -86,3 +86,31 @@ def test_export_lists_both_students(course):
     nbgrader(root, "export", f"--to={out}")
     text = out.read_text()
     assert "alice_full_solution" in text and "ivan_patches_comparisons" in text
+
+
+def test_merge_imports_reports_of_a_sharded_run_into_the_gradebook(course):
+    """Scores graded outside nbgrader (a Slurm array) reach the gradebook without grading again."""
+    import json
+
+    from nbgrader.api import Gradebook
+
+    root, _ = course
+    reports = root / "reports"
+    graded = subprocess.run([sys.executable, "-m", "autograder", "grade", str(root / "submitted"), "--out",
+                             str(reports), "--device", "cpu", "--shard", "0/1"], cwd=REPO, capture_output=True,
+                            text=True, env=venv_env(), timeout=900)
+    assert graded.returncode == 0, graded.stderr[-2000:]
+    # A score only the report holds: if the import graded again, it would be 40.
+    path = reports / "alice_full_solution" / f"{STEM}.json"
+    report = json.loads(path.read_text())
+    report["tests"][0]["points"] = 0.0
+    path.write_text(json.dumps(report))
+    merged = subprocess.run([sys.executable, "-m", "autograder", "merge", str(reports), "--nbgrader",
+                             "--course-root", str(root)], cwd=REPO, capture_output=True, text=True,
+                            env=venv_env(), timeout=900)
+    assert merged.returncode == 0, merged.stdout[-2000:] + merged.stderr[-2000:]
+    assert "scores from the report" in merged.stderr
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "nlp-week6") as gradebook:
+        full = gradebook.find_submission_notebook(STEM, "week6", "alice_full_solution")
+        cheat = gradebook.find_submission_notebook(STEM, "week6", "ivan_patches_comparisons")
+        assert (full.code_score, cheat.code_score) == (40 - report["tests"][0]["max_points"], 0)
