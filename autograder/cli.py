@@ -44,7 +44,7 @@ from .notebook import REPO
 from .report import (MAX_REPORT_BYTES, bounded, print_table, problem_report, write_gradescope, write_report,
                      write_table)
 from .runner import DEFAULT_HIDDEN, grade_in_subprocess
-from .version import SCHEMA_VERSION, __version__, suite_hash
+from .version import SCHEMA_VERSION, __version__, suite_hash, up_to_date_report
 
 SAMPLES = REPO / "data" / "sample_submissions"
 EXIT_OK, EXIT_RETRY, EXIT_CONFIGURATION = 0, 2, 3
@@ -79,7 +79,7 @@ def grade(paths: list[Path], out: Path, jobs: int, device: str, student: str | N
         except IntakeError as err:  # changed since intake looked at it
             reports.append(record(sub, problem_report(sub.student, sub.name, str(err), device=device), None))
             continue
-        done = None if force else _up_to_date(out, sub, stamp, digest)
+        done = None if force else up_to_date_report(out / sub.student / f"{sub.key}.json", digest, **stamp)
         if done is not None:
             reports.append(done)
         else:
@@ -124,20 +124,6 @@ def grade(paths: list[Path], out: Path, jobs: int, device: str, student: str | N
               "run the same command again to retry them.", file=sys.stderr)
         return EXIT_RETRY
     return EXIT_OK
-
-
-def _up_to_date(out: Path, sub: Submission, stamp: dict, digest: str) -> dict | None:
-    """The existing report of ``sub`` if it was graded by this grader from these bytes, else None."""
-    path = out / sub.student / f"{sub.key}.json"
-    try:
-        report = json.loads(read_regular_file(path, limit=2 * MAX_REPORT_BYTES))
-    except (IntakeError, ValueError):
-        return None  # none yet, or damaged: grade again
-    if type(report) is not dict or report.get("outcome") != "graded" or report.get("submission_sha256") != digest:
-        return None
-    if any(report.get(key) != value for key, value in stamp.items()):
-        return None
-    return bounded(report)
 
 
 class _Progress:

@@ -23,7 +23,6 @@ Otherwise the notebook is graded as usual.
 from __future__ import annotations
 
 import hashlib
-import json
 import tempfile
 from pathlib import Path
 
@@ -35,9 +34,8 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .intake import IntakeError, read_regular_file
 from .notebook import ASSIGNMENT, cell_points, is_test_cell
-from .report import MAX_REPORT_BYTES, bounded
 from .runner import DEFAULT_HIDDEN, JOB_TIMEOUT, grade_in_subprocess
-from .version import suite_hash
+from .version import up_to_date_report
 
 
 def feedback_lines(tests: list[dict]) -> list[str]:
@@ -100,16 +98,15 @@ class SandboxedGrading(NbGraderPreprocessor):
     def _saved_report(self, course_root: Path, student: str, stem: str) -> dict | None:
         """The report of this submission in ``self.reports`` if it is up to date, else None."""
         try:
-            report = json.loads(read_regular_file(Path(self.reports) / student / f"{stem}.json",
-                                                  limit=2 * MAX_REPORT_BYTES))
             submitted = read_regular_file(course_root / "submitted" / student / ASSIGNMENT / f"{stem}.ipynb")
-        except (IntakeError, ValueError) as err:
-            self.log.info("%s/%s: grading it (no usable report: %s)", student, stem, err)
+        except IntakeError as err:
+            self.log.info("%s/%s: grading it (the submitted file: %s)", student, stem, err)
             return None
-        if (type(report) is dict and report.get("outcome") == "graded"
-                and report.get("submission_sha256") == hashlib.sha256(submitted).hexdigest()
-                and report.get("suite_hash") == suite_hash()):
+        report = up_to_date_report(Path(self.reports) / student / f"{stem}.json",
+                                   hashlib.sha256(submitted).hexdigest())
+        if report is None:
+            self.log.info("%s/%s: grading it (no report of this submission by this grader in %s)",
+                          student, stem, self.reports)
+        else:
             self.log.info("%s/%s: scores from the report in %s", student, stem, self.reports)
-            return bounded(report)
-        self.log.info("%s/%s: grading it (its report is not of this submission or this grader)", student, stem)
-        return None
+        return report

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
+from pathlib import Path
 
+from .intake import IntakeError, read_regular_file
 from .notebook import ASSIGNMENT, REPO, SOURCE_DIR
+from .report import MAX_REPORT_BYTES, bounded
 
 __version__ = "0.4.0"  # CHANGELOG.md's newest section
 # The report's fields; bumped when their meaning changes (reports of another
@@ -34,3 +38,17 @@ def suite_hash() -> str:
         digest.update(path.relative_to(REPO).as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
+
+
+def up_to_date_report(path: Path, digest: str, **expected) -> dict | None:
+    """The report at ``path`` if it graded (outcome ``graded``) the bytes whose sha256 is
+    ``digest``, with this grader (``suite_hash``) and every other field in ``expected``
+    as given; None when there is none, it is damaged, or it is out of date."""
+    try:
+        report = json.loads(read_regular_file(path, limit=2 * MAX_REPORT_BYTES))
+    except (IntakeError, ValueError):
+        return None
+    wanted = {"outcome": "graded", "submission_sha256": digest, "suite_hash": suite_hash(), **expected}
+    if type(report) is not dict or any(report.get(key) != value for key, value in wanted.items()):
+        return None
+    return bounded(report)
