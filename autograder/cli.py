@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import sys
 import time
@@ -41,8 +40,7 @@ from pathlib import Path
 from .device import DEVICES, DeviceUnavailable, resolve_device
 from .intake import ConfigurationError, IntakeError, Submission, collect, read_regular_file
 from .notebook import REPO
-from .report import (MAX_REPORT_BYTES, bounded, print_table, problem_report, write_gradescope, write_report,
-                     write_table)
+from .report import print_table, problem_report, read_report, write_gradescope, write_report, write_table
 from .runner import DEFAULT_HIDDEN, grade_in_subprocess
 from .version import SCHEMA_VERSION, __version__, suite_hash, up_to_date_report
 
@@ -173,7 +171,7 @@ def merge(folders: list[Path], out: Path | None = None, nbgrader: bool = False,
         for path in sorted(folder.glob("*/*.json")):
             key = (path.parent.name, path.stem)
             try:
-                report = bounded(json.loads(read_regular_file(path, limit=2 * MAX_REPORT_BYTES)))
+                report = read_report(path)
             except (IntakeError, ValueError) as err:
                 print(f"warning: skipped {path}: {err}", file=sys.stderr)
                 continue

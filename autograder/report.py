@@ -78,6 +78,18 @@ def bounded(report: dict) -> dict:
     return report
 
 
+def read_report(path: Path) -> dict:
+    """A report written earlier, read as untrusted input: a regular file of bounded
+    size holding a JSON object, clipped like a new one. Raises ``ValueError`` (bad
+    JSON, not an object) or ``intake.IntakeError`` (no such regular file)."""
+    from .intake import read_regular_file  # intake imports this module
+
+    report = json.loads(read_regular_file(path, limit=2 * MAX_REPORT_BYTES))
+    if type(report) is not dict:
+        raise ValueError(f"{Path(path).name} holds no report (a JSON object)")
+    return bounded(report)
+
+
 def write_report(out: Path, student: str, key: str, report: dict) -> Path:
     """Write ``out/<student>/<key>.json`` atomically: a crash leaves the old file or the new one."""
     folder = out / student

@@ -24,9 +24,9 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .intake import IntakeError, read_regular_file
+from .intake import IntakeError
 from .notebook import REPO
-from .report import MAX_REPORT_BYTES, bounded, problem_report
+from .report import problem_report, read_report
 
 # The sandbox hides the whole repository (solutions, hidden suites, reference
 # implementations, git history, sample submissions, outputs) and exposes back
@@ -129,7 +129,7 @@ def grade_in_subprocess(notebook: Path, *, student: str, device: str = "auto",
             return problem_report(student, name, f"the grader process failed (exit {status}): " + " | ".join(tail),
                                   device=device, outcome="failed")
         try:
-            return bounded(json.loads(read_regular_file(out, limit=2 * MAX_REPORT_BYTES)))
+            return read_report(out)
         except (IntakeError, ValueError) as err:
             return problem_report(student, name, f"unreadable grading report: {err}", device=device,
                                   outcome="failed")

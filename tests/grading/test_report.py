@@ -69,3 +69,19 @@ def test_gradescope_results_carry_each_test(tmp_path):
         ("failed", 0.0, 1.0), ("passed", 1.0, 1.0)]
     assert "differs from the reference" in results["tests"][0]["output"]
     assert list(tmp_path.glob("*/*.json")) == [], "not where merge looks for reports"
+
+
+def test_a_report_read_back_is_checked_and_clipped(tmp_path):
+    import pytest
+
+    from autograder.intake import IntakeError
+    from autograder.report import read_report
+
+    path = write_report(tmp_path, "alice", "part_a", report_with(["z" * 100_000]))
+    assert len(read_report(path)["tests"][0]["message"]) == MAX_MESSAGE_CHARS
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="no report"):
+        read_report(tmp_path / "list.json")
+    (tmp_path / "link.json").symlink_to(path)
+    with pytest.raises(IntakeError, match="symbolic link"):
+        read_report(tmp_path / "link.json")
