@@ -138,14 +138,8 @@ def read_regular_file(path: Path | str, limit: int = MAX_NOTEBOOK_BYTES) -> byte
                               "Submit the notebook file itself.") from None
         raise IntakeError(f"cannot open {shown}: {err.strerror}") from None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise IntakeError(f"{shown} is {_kind(info.st_mode)}, not a regular file; only notebook "
-                              "files are graded.")
-        if info.st_size > limit:
-            raise IntakeError(f"{shown} is {info.st_size / MiB:.1f} MiB, over the {limit / MiB:.0f} MiB a "
-                              "notebook may have; clear its outputs (Edit > Clear Outputs of All Cells) "
-                              "and submit it again.")
+        if why := _stat_problem(os.fstat(fd), limit):
+            raise IntakeError(f"{shown}: {why}.")
         chunks, left = [], limit + 1
         while left > 0:
             chunk = os.read(fd, min(left, MiB))
@@ -173,14 +167,18 @@ def _kind(mode: int) -> str:
 def _file_problem(path: bytes, limit: int) -> str | None:
     """Why the file at ``path`` would not be read (checked without opening it)."""
     try:
-        info = os.lstat(path)
+        return _stat_problem(os.lstat(path), limit)
     except OSError as err:
         return f"cannot read it: {err.strerror}"
+
+
+def _stat_problem(info: os.stat_result, limit: int) -> str | None:
+    """Why a file with this status is not read: not a regular file, or too large."""
     if not stat.S_ISREG(info.st_mode):
         return f"it is {_kind(info.st_mode)}, not a regular file; only notebook files are graded"
     if info.st_size > limit:
         return (f"it is {info.st_size / MiB:.1f} MiB, over the {limit / MiB:.0f} MiB a notebook may have; "
-                "clear its outputs and submit it again")
+                "clear its outputs (Edit > Clear Outputs of All Cells) and submit it again")
     return None
 
 
@@ -345,7 +343,7 @@ def _one_student(student: str, origin: Path, files: list[tuple[bytes, bytes]], l
     out: list[Submission] = []
     for below, path in files:
         if not path:  # a single notebook named on the command line
-            path, below = os.fsencode(origin / below.decode(errors="surrogateescape")), below
+            path = os.fsencode(origin / below.decode(errors="surrogateescape"))
         folder, _, name = below.rpartition(b"/")
         shown = display(below)
         if not name.endswith(b".ipynb") and os.path.islink(path):  # a notebook link is reported below
