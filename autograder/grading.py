@@ -132,9 +132,9 @@ class GradingSession:
         self.worker = Worker(
             hidden_paths=self.hidden_paths,
             # The sandbox sees only system folders and what is exposed here: the student
-            # helpers (inside the hidden solutions/), the model cache and the shipped
+            # helpers (inside the hidden repository), the model cache and the shipped
             # data sets (not data/sample_submissions, which holds a full solution).
-            exposed_paths=[str(REPO / "solutions" / "week6" / "week6_helpers"), str(cache_dir()),
+            exposed_paths=[str(REPO / "week6_helpers"), str(cache_dir()),
                            *(str(p) for p in sorted((REPO / "data").iterdir())
                              if p.is_dir() and p.name != "sample_submissions")],
             env={"WEEK6_CACHE": str(cache_dir()), "WEEK6_DATA": str(REPO / "data")},

@@ -32,7 +32,7 @@ def run_visible_tests(path: Path) -> int:
         print(f"missing: {why}")
     failures = 0
     with Worker(threads=1, hidden_paths=DEFAULT_HIDDEN,
-                exposed_paths=[str(REPO / "solutions" / ASSIGNMENT / "week6_helpers")]) as worker:
+                exposed_paths=[str(REPO / "week6_helpers")]) as worker:
         for cell in plan.cells:
             result = worker.exec_cell(cell.source, cell_id=cell.grade_id, timeout=60)
             if not result.ok:

@@ -74,9 +74,7 @@ def stock_nbgrader(scratch: Path, submissions: int) -> float:
         target = root / "submitted" / f"student{index:02d}" / "week6"
         target.mkdir(parents=True)
         shutil.copy(SAMPLE, target)
-        # The stock kernel imports week6_helpers from the notebook's folder.
-        shutil.copytree(REPO / "solutions" / "week6" / "week6_helpers", target / "week6_helpers",
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    # The stock kernel imports week6_helpers from the environment, like a student's.
     return timed(nbgrader + ["autograde", "week6", "--create", "--force"], root)
 
 

@@ -15,9 +15,13 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO / "data" / "corpus"
-TOKENIZER_DIR = REPO / "data" / "tokenizer" / "austen-wordpiece"
+from week6_helpers.assets import data_dir
+
+# The course's files: data/ in the repository, or the copy installed with the
+# course package students receive (one rule, in week6_helpers.assets).
+DATA = data_dir()
+CORPUS = DATA / "corpus"
+TOKENIZER_DIR = DATA / "tokenizer" / "austen-wordpiece"
 CONTEXT = 128  # tokens per row, [CLS] included
 
 

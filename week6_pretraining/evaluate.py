@@ -19,10 +19,10 @@ from pathlib import Path
 import torch
 
 from .card import write_card, write_sha256sums
+from .data import DATA
 from .train import DEFAULT_OUT, heldout_batches, heldout_loss
 
-REPO = Path(__file__).resolve().parents[1]
-CLOZE = REPO / "data" / "cloze" / "cloze.jsonl"
+CLOZE = DATA / "cloze" / "cloze.jsonl"
 
 
 def load_cloze(path: Path = CLOZE) -> list[dict]:

