@@ -25,7 +25,8 @@ export TRANSFORMERS_OFFLINE := 1
 help:
 	@echo "make grade    grade the bundled sample submissions (sets up .venv first)"
 	@echo "make test     run the repository's test suite (sets up .venv first)"
-	@echo "make lab      open the student notebooks in JupyterLab"
+	@echo "make lab      JupyterLab on the student bundle, as a student sees it"
+	@echo "make student-bundle  write dist/week6-student/ (and .zip): what students receive"
 	@echo "make release  regenerate assignments/ from solutions/ with nbgrader"
 	@echo "make setup    only create .venv and install the pinned dependencies"
 
@@ -98,8 +99,13 @@ grade: setup
 test: setup
 	$(BIN)/python -m pytest
 
-lab: setup
-	$(BIN)/jupyter lab --notebook-dir=assignments/week6
+# A student's view: the bundle's notebooks, nbgrader's Validate button, none of
+# the instructor menus; as root too (week6_helpers.lab adds --allow-root).
+lab: student-bundle
+	$(BIN)/python -m week6_helpers.lab dist/week6-student
+
+student-bundle: setup
+	$(BIN)/python -m autograder.student_bundle
 
 release: setup
 	$(BIN)/python -m autograder.release

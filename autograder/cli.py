@@ -205,10 +205,11 @@ def _import_into_nbgrader(folder: Path, course_root: Path | None) -> int:
     return subprocess.run(command, env=venv_env()).returncode
 
 
-def check(notebook: Path) -> int:
-    from .selfcheck import run_visible_tests
+def check(notebooks: list[Path]) -> int:
+    # One self-check for everyone: the one students run from the course package.
+    from week6_helpers.check import main as student_check
 
-    return run_visible_tests(notebook)
+    return student_check([str(p) for p in notebooks])
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -257,8 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
                               help="also import the scores into nbgrader (run from the course root)")
     merge_parser.add_argument("--course-root", type=Path,
                               help="with --nbgrader: the course root, if not the one of ./nbgrader_config.py")
-    check_parser = commands.add_parser("check", help="run a notebook's visible tests in the sandbox (self-check)")
-    check_parser.add_argument("notebook", type=Path)
+    check_parser = commands.add_parser(
+        "check", help="a student's self-check: run notebooks in a fresh kernel, report stubs and visible tests")
+    check_parser.add_argument("notebook", type=Path, nargs="+")
     return parser
 
 

@@ -199,11 +199,8 @@ def load_decoder(
 
 
 def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> int:
-    """Number of (trainable) parameters, counting tied weights once."""
-    seen, total = set(), 0
-    for p in model.parameters():
-        if id(p) in seen or (trainable_only and not p.requires_grad):
-            continue
-        seen.add(id(p))
-        total += p.numel()
-    return total
+    """Number of (trainable) parameters, counting tied weights once.
+
+    ``Module.parameters()`` already yields a tensor shared by two modules only once.
+    """
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
