@@ -3,15 +3,23 @@
 ``nbgrader_config.py`` puts :class:`SandboxedGrading` where nbgrader's
 ``Execute`` preprocessor would be. The student's notebook is therefore never run
 in a Jupyter kernel during autograding. Instead the whole notebook goes to the
-repository's grader (sandboxed worker + hidden suites), and each visible-test cell
-receives two outputs that nbgrader's own machinery understands:
+repository's grader (sandboxed worker + hidden suites). Each visible-test cell's
+outputs are replaced by one output that says what the cell scored and why, as the
+formgrader and ``generate_feedback`` show it (test names and messages, never the
+hidden test code):
 
-* an ``execute_result`` holding the points earned: nbgrader's partial credit,
-  which ``SaveAutoGrades`` writes into ``gradebook.db``;
-* a ``stdout`` stream listing each hidden test's name, status and message, which
-  ``generate_feedback`` shows to the student (never the hidden test code).
+* all points: a ``stdout`` stream, "3 of 3 points: all 3 hidden tests passed";
+* points lost: an ``error`` output, as stock nbgrader shows a failing test cell,
+  with the points in its one-line summary and, for each failing hidden test, its
+  name, status and message, then the names of those that passed.
 
-Written answers are left alone for the formgrader.
+The points themselves do not travel through the outputs: nbgrader's own rule
+(``utils.determine_grade``) reads partial credit from an ``execute_result``, which
+the formgrader shows as a stray ``Out[ ]: 1.5`` box, and gives 0 to any cell with
+an error output. :class:`SandboxedGrading` puts each cell's points into the
+resources instead, and :class:`SaveSandboxedGrades` (in place of
+``SaveAutoGrades``) writes them into ``gradebook.db``. Written answers are left
+alone for the formgrader.
 
 With ``--SandboxedGrading.reports=DIR`` (what ``python -m autograder merge --nbgrader``
 runs), a notebook already graded by ``python -m autograder grade`` (a Slurm job
@@ -23,14 +31,17 @@ Otherwise the notebook is graded as usual.
 from __future__ import annotations
 
 import hashlib
+import re
 import tempfile
+import textwrap
 from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_output
 from traitlets import Float, Unicode
 
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader import utils
+from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
 
 from .intake import IntakeError, read_regular_file
 from .notebook import ASSIGNMENT, cell_points, is_test_cell
@@ -38,14 +49,60 @@ from .runner import DEFAULT_HIDDEN, JOB_TIMEOUT, grade_in_subprocess
 from .version import up_to_date_report
 
 
+# Where SandboxedGrading leaves {grade_id: points} for SaveSandboxedGrades.
+POINTS = "week6_points"
+# Test names and messages quote student code (exception texts, returned values):
+# terminal escapes and other control characters in them could forge a coloured
+# "PASSED" line in the rendered output, so they are dropped.
+CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f]")
+WRAP, INDENT = 100, " " * 10
+RED, GREEN, BOLD_RED, PLAIN = "\x1b[0;31m", "\x1b[0;32m", "\x1b[1;31m", "\x1b[0m"
+
+
+def _clean(text: str) -> str:
+    return CONTROL.sub("", str(text))
+
+
+def _points(earned: float, max_points: float) -> str:
+    return f"{earned:g} of {max_points:g} point" + ("" if max_points == 1 else "s")
+
+
 def feedback_lines(tests: list[dict]) -> list[str]:
+    """One entry per hidden test: status, points and name, then its message indented and
+    wrapped (the formgrader and the feedback show outputs in a fixed-width box)."""
     lines = []
     for test in tests:
-        line = f"{test['status'].upper():9} {test['points']:g}/{test['max_points']:g}  {test['test']}"
-        if test["message"]:
-            line += "\n          " + test["message"].replace("\n", "\n          ")
+        line = f"{test['status'].upper():9} {test['points']:g}/{test['max_points']:g}  {_clean(test['test'])}"
+        for paragraph in _clean(test["message"]).splitlines():
+            line += "\n" + textwrap.fill(paragraph, WRAP, initial_indent=INDENT, subsequent_indent=INDENT,
+                                         break_long_words=False, break_on_hyphens=False)
         lines.append(line)
     return lines
+
+
+def cell_outputs(tests: list[dict], earned: float, max_points: float, not_graded: list[str]) -> list:
+    """The outputs of one test cell in the autograded notebook: its points and why points were lost.
+
+    ``not_graded`` is the reason to show when no hidden test graded the cell.
+    """
+    if not tests:
+        reason = _clean("; ".join(not_graded))
+        summary = f"{_points(0, max_points)}: this cell was not graded ({reason})"
+        return [new_output("error", ename="NotGraded", evalue=summary,
+                           traceback=[f"{RED}NotGraded{PLAIN}: {summary}"])]
+    failed = [t for t in tests if t["status"] != "passed"]
+    passed = [t for t in tests if t["status"] == "passed"]
+    if not failed and earned >= max_points:
+        text = f"{_points(earned, max_points)}: all {len(tests)} hidden test{'s' * (len(tests) != 1)} passed\n"
+        text += "".join(f"  passed  {_clean(t['test'])}\n" for t in tests)
+        return [new_output("stream", name="stdout", text=text)]
+    summary = f"{_points(earned, max_points)}: {len(failed)} of {len(tests)} hidden tests did not pass"
+    traceback = [f"{RED}HiddenTestsFailed{PLAIN}: {summary}"]
+    for line in feedback_lines(failed):
+        traceback.append(f"{BOLD_RED}{line[:9]}{PLAIN}{line[9:]}")
+    for line in feedback_lines(passed):
+        traceback.append(f"{GREEN}{line[:9]}{PLAIN}{line[9:]}")
+    return [new_output("error", ename="HiddenTestsFailed", evalue=summary, traceback=traceback)]
 
 
 class SandboxedGrading(NbGraderPreprocessor):
@@ -76,22 +133,17 @@ class SandboxedGrading(NbGraderPreprocessor):
         for test in report["tests"]:
             by_cell.setdefault(test["grade_id"], []).append(test)
 
+        points = resources.setdefault(POINTS, {})
         for cell in nb.cells:
             if not is_test_cell(cell):
                 continue
             grade_id, max_points = cell_points(cell)
             tests = by_cell.get(grade_id, [])
-            earned = min(max_points, round(sum(t["points"] for t in tests), 4))
-            if not tests:
-                earned = 0.0
-                note = report.get("warnings") or ["this cell was not graded"]
-                lines = ["NOT GRADED  " + "; ".join(note)]
-            else:
-                lines = feedback_lines(tests)
-            cell.outputs = [
-                new_output("execute_result", data={"text/plain": f"{earned:g}"}, execution_count=None),
-                new_output("stream", name="stdout", text="\n".join(lines) + "\n"),
-            ]
+            earned = min(max_points, round(sum(t["points"] for t in tests), 4)) if tests else 0.0
+            points[grade_id] = earned
+            cell.outputs = cell_outputs(tests, earned, max_points,
+                                        report.get("warnings") or ["no hidden test graded it"])
+            cell.execution_count = None
         resources.setdefault("week6", {})[stem] = report
         return nb, resources
 
@@ -110,3 +162,32 @@ class SandboxedGrading(NbGraderPreprocessor):
         else:
             self.log.info("%s/%s: scores from the report in %s", student, stem, self.reports)
         return report
+
+
+class SaveSandboxedGrades(SaveAutoGrades):
+    """nbgrader's ``SaveAutoGrades``, with the test cells' points from :class:`SandboxedGrading`.
+
+    Written answers and other graded cells keep nbgrader's own rule. A test cell
+    that the sandboxed grader did not score (its metadata did not pass the checks
+    of ``autograder.notebook``) gets 0, never nbgrader's "no error output: full
+    points".
+    """
+
+    def preprocess(self, nb, resources):
+        if POINTS not in resources:
+            raise RuntimeError("SaveSandboxedGrades needs SandboxedGrading before it in "
+                               "Autograde.autograde_preprocessors (nbgrader_config.py)")
+        return super().preprocess(nb, resources)
+
+    def _add_score(self, cell, resources) -> None:
+        if cell.cell_type != "code" or utils.is_solution(cell):
+            return super()._add_score(cell, resources)
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        if grade_id not in resources[POINTS]:
+            self.log.warning("%s/%s: test cell %s was not graded by the sandboxed grader; it scores 0",
+                             self.student_id, self.notebook_id, grade_id)
+        grade = self.gradebook.find_grade(grade_id, self.notebook_id, self.assignment_id, self.student_id)
+        grade.auto_score = resources[POINTS].get(grade_id, 0.0)
+        # As nbgrader does: a score a grader already overrode by hand is flagged for review.
+        grade.needs_manual_grade = grade.manual_score is not None
+        self.gradebook.db.commit()

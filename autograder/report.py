@@ -126,7 +126,7 @@ def write_gradescope(out: Path, student: str, key: str, report: dict) -> Path:
     return write_report(out / student, "gradescope", key, to_gradescope(report))
 
 
-def _cell(value) -> str:
+def spreadsheet_cell(value) -> str:
     """A CSV cell that a spreadsheet will not run as a formula (OWASP's CSV injection rule)."""
     text = str(value)
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
@@ -142,8 +142,9 @@ def write_table(reports: Iterable[dict], out: Path) -> Path:
                          "duration_s", *STATUSES])
         for r in rows:
             counts = [sum(1 for t in r["tests"] if t["status"] == s) for s in STATUSES]
-            writer.writerow([_cell(r["student"]), _cell(r["notebook"]), r.get("outcome", "graded"), r["score"],
-                             r["max_score"], r["sandbox"], r["device"], r["duration_s"], *counts])
+            writer.writerow([spreadsheet_cell(r["student"]), spreadsheet_cell(r["notebook"]),
+                             r.get("outcome", "graded"), r["score"], r["max_score"], r["sandbox"], r["device"],
+                             r["duration_s"], *counts])
     return table
 
 

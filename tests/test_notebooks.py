@@ -65,7 +65,7 @@ def test_no_placeholder_is_left(stem):
         assert not found, f"{stem}: placeholder {found} in a {cell.cell_type} cell: {cell.source[:120]!r}"
 
 
-DOCS = ["README.md", "handouts/week6.md", "handouts/grading_map.md", "data/checkpoints/README.md",
+DOCS = ["README.md", "student/README.md", "handouts/week6.md", "handouts/grading_map.md", "data/checkpoints/README.md",
         "data/checkpoints/austen-bert-mlm/README.md", "data/checkpoints/austen-gpt-clm/README.md"]
 
 

@@ -5,7 +5,7 @@ Runs each notebook top to bottom in a fresh Jupyter kernel (fast mode unless
 cell by cell:
 
 * a solution cell that still holds the stub ``raise NotImplementedError()`` is
-  a function left to write (``TODO``);
+  a function left to write (``STUB``);
 * a visible test cell (nbgrader ``grade: true``) passes when it ran without an
   error (``ok``) and fails otherwise (``FAIL``, with the error's last line);
   a cell that failed only because a function above is still a stub is
@@ -37,7 +37,7 @@ CELL_TIMEOUT_S = {"fast": 600, "full": 1800}
 
 @dataclass
 class Finding:
-    status: str  # ok | TODO | FAIL | waiting | error
+    status: str  # ok | STUB | FAIL | waiting | error
     cell: int  # 1-based index among the notebook's cells
     name: str  # the nbgrader grade_id, or "cell N"
     message: str = ""
@@ -52,7 +52,7 @@ class NotebookResult:
 
     @property
     def stubs(self) -> list[Finding]:
-        return [f for f in self.findings if f.status == "TODO"]
+        return [f for f in self.findings if f.status == "STUB"]
 
     @property
     def failures(self) -> list[Finding]:
@@ -98,7 +98,7 @@ def classify(notebook) -> tuple[list[Finding], Finding | None]:
         # the student, not failing; a NameError there usually follows from it.
         waiting = bool(error) and stubs_above and error[0] in (STUB_ERROR, "NameError")
         if is_stub(cell):
-            todo = Finding("TODO", index, name, "still raises NotImplementedError: write this function")
+            todo = Finding("STUB", index, name, "still raises NotImplementedError: write this function")
             findings.append(todo)
             stubs_above = True
             if error and error[0] == STUB_ERROR:  # a stub that raises as it runs (an answer constant)
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     failures = sum(len(r.failures) for r in results)
     print()
     if stubs:
-        print(f"{stubs} function(s) still to write (TODO above).")
+        print(f"{stubs} function(s) still to write (STUB above).")
     if failures:
         print(f"{failures} cell(s) failed (FAIL/error above).")
     if not stubs and not failures and all(r.clean for r in results):

@@ -42,7 +42,8 @@ RELEASE = REPO / "assignments" / "week6"
 MAIN = "part_b_bert_gpt"  # the notebook most samples submit
 EXERCISE1 = "exercise1_masked_predictions"  # also submitted by dave, with the fill-mask pipeline
 SMALL = "part_a_discovery"  # the cheapest notebook to grade, for hostile samples that need a full solution
-MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*\n", re.M)
+# A marker line, also the last line of a cell (no newline after it).
+MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*(\n|\Z)", re.M)
 # Mallet's notebook, below his own folder, in a folder named after another student.
 IMPERSONATION = f"week6/alice_full_solution/{MAIN}.ipynb"
 
@@ -53,14 +54,35 @@ def grade_id(cell) -> str | None:
 
 
 def solved(stem: str):
-    """The release notebook with every answer filled in from the source version."""
+    """The release notebook with every answer filled in: code from the source version,
+    written answers from :data:`WRITTEN` (a student's words, not the model answer)."""
     source = {grade_id(c): c for c in nbformat.read(SOURCE / f"{stem}.ipynb", as_version=4).cells}
     notebook = nbformat.read(RELEASE / f"{stem}.ipynb", as_version=4)
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and grade_id(cell) in source:
+        if meta.get("solution") and cell.cell_type == "markdown":
+            if grade_id(cell) not in WRITTEN.get(stem, {}):
+                raise KeyError(f"{stem}: no student answer for the written question {grade_id(cell)!r}; "
+                               "add one to WRITTEN in data/sample_submissions/build.py")
+            cell.source = answered(cell, WRITTEN[stem][grade_id(cell)])
+        elif meta.get("solution") and grade_id(cell) in source:
             cell.source = MARKER.sub("", source[grade_id(cell)].source)
     return notebook
+
+
+def answered(release_cell, answer: str) -> str:
+    """The released written-answer cell with the student's answer in place of the stub
+    (some cells keep their question above it)."""
+    if TEXT_STUB not in release_cell.source:
+        raise ValueError(f"the released cell {grade_id(release_cell)!r} has no {TEXT_STUB!r} to answer in")
+    return release_cell.source.replace(TEXT_STUB, answer.strip())
+
+
+def with_answers(notebook, release, answers: dict[str, str | None]):
+    """``notebook`` with these written answers; None leaves the released stub (no answer)."""
+    cells = {grade_id(c): c for c in release.cells}
+    return replace(notebook, {g: cells[g].source if answer is None else answered(cells[g], answer)
+                              for g, answer in answers.items()})
 
 
 def untouched(stem: str):
@@ -82,6 +104,294 @@ def auto_graded_notebooks() -> list[str]:
         if any(c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code" for c in cells):
             stems.append(path.stem)
     return stems
+
+
+# ----------------------------------------------------------------------------- written answers
+# What a student writes in the manually graded markdown cells: short, in the student's
+# own words, with the numbers the notebook printed. Never the model answer or its
+# rubric (solutions/ holds those for the TA); tests/grading/test_nbgrader_views.py
+# checks that no sample quotes them. A new written question needs an answer here.
+TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader_config.py's ClearSolutions.text_stub
+
+WRITTEN: dict[str, dict[str, str]] = {
+    "part_a_discovery": {
+        "a1_movie_review_skills": """\
+Five skills: (1) knowing what words mean, e.g. that "dull" says something bad about a film;
+(2) grammar, to know which noun an adjective goes with; (3) knowing which words are positive or
+negative; (4) dealing with negation and "but", like "not bad" or "funny but way too long";
+(5) background knowledge about actors and genres, and noticing sarcasm.
+
+I don't think every company should teach its model "the" from scratch, since that knowledge is
+identical for all of them. The probe table shows a model that only learned to predict text, and
+never saw a labelled review, already picks the right word in the agreement, meaning, sentiment and
+negation probes. It makes more sense to learn it once and share it.""",
+        "a2_which_is_more_accurate": """\
+The whole sentence is much better. With only "The", "dog" wasn't in the model's top 10 and was in
+the bottom half of our candidate list (below "car" and "man"). Scoring the whole sentence put
+"dog" first, then "cat" and "puppy", because "barked" and "at the mailman" only really fit a dog.
+In the milk sentence, "gym" looks good after "I went to the", but once the model also sees "to buy
+milk" it falls and "supermarket" goes up. The cost is that we need a separate pass for every
+candidate, and we had to know the candidates in advance. BERT reads both sides in one pass but can't
+generate text.""",
+        "a3_generation_vs_understanding": """\
+A blank has context on both sides, so only a few words fit and you mainly need to understand that
+sentence. Continuing only has the left side, so lots of continuations are fine: the model has to
+pick one and keep its own text consistent, which is the more creative job. The top-5 mass shows
+this: even "Once upon a" only has about half of its probability in the top 5, and "I love to
+eat" about a third, so the model is choosing among thousands of options. So: continuation =
+creativity, fill-in-the-blank = understanding (you still need some understanding to continue
+well). It's the difference between BERT (MLM) and GPT (CLM).""",
+        "a4_general_share": """\
+My estimate: about 85 % general, 15 % specific. Austen's 1,000 most frequent words already cover
+about half of the review tokens, and all her words around 80 %. What's missing is mostly film
+vocabulary (movie, director, script) and modern contractions. But this only counts words, so it
+misses grammar and also the things the task adds, like which cues make a review positive or
+sarcasm. I chose *general* for "Recognizing sentiment words": words like "great" or "awful" carry
+the same feeling in every kind of text, and you can pick that up from raw text with no labels.""",
+        "a5_other_waste": """\
+- Energy and CO2: every run keeps GPUs busy for days or weeks, so ten companies training their own
+  model means about ten times the emissions.
+- Time: months before a company has a working model, instead of a few days of fine-tuning.
+- Data: each company would need its own huge text corpus, which most of them can't collect.
+- People and hardware: ML engineers and GPU clusters get used up solving the same problem again.""",
+    },
+    "part_b_bert_gpt": {
+        "b1_why_not_50_percent": """\
+With 50 % masked there is much less context for each prediction: often the words that would give
+away a blank are masked as well, so many predictions become guesses and the model learns less about
+how words depend on their neighbours. The input would also be half [MASK], which is nothing like the
+text it sees later when it's fine-tuned (no [MASK] there). It's a trade-off: more masking gives more
+targets per pass (at 15 % BERT needs ~6.7 passes to match one GPT pass) but each target is harder
+and teaches less.""",
+        "b1_token_counts": """\
+BERT's tokenizer gives 7 tokens, the five words plus [CLS] and [SEP]. Only the 5 words can be
+selected, so the
+expected number is 0.15 × 5 = 0.75. Nothing gets selected with probability 0.85^5 ≈ 0.44, and my
+simulation also gave about 44 %. So "1 token" isn't really right with independent selection: on
+average it's 0.75 and almost half the time there's no target at all. It only holds for the original
+BERT code, which always picks max(1, round(0.15 × length)) tokens.""",
+        "b2_always_pick_highest": """\
+You always get the same text for the same prompt, and it's very generic: ours started a standard
+story about "a young girl named Emma" who finds a box in her attic, and beam search was even blander
+("there was a small town named ..."). The most likely token is usually the safest, most common one,
+so you just get the most frequent patterns of the training data. In longer outputs it starts
+repeating itself, since once a phrase has appeared the model finds it even more likely. Sampling
+with a temperature or top-p, or a repetition penalty, fixes this.""",
+        "b2_temperature": """\
+The logits get divided by T before the softmax. At T = 0.5 the distribution is very peaked (after
+"Once upon a time" the comma has nearly all the probability and the entropy is close to 0), so the
+samples look like the greedy output, the same opening every time. At T = 1.0 we sample from the
+model's own distribution: each seed tells a different story, mostly grammatical with some weird
+bits. At T = 2.0 the entropy is much higher, rare tokens get picked and the text soon turns into
+random words, code and symbols. Low T = safe but repetitive, high T = varied but nonsense.""",
+        "b2_mlm_gradient": """\
+$\\ell = -z_y + \\log\\sum_w e^{z_w}$. The first term gives $-1$ for $v = y$ and $0$ otherwise, and
+differentiating the log-sum-exp with respect to $z_v$ gives $e^{z_v} / \\sum_w e^{z_w}$, which is
+just $p_v$. So
+
+$$\\frac{\\partial \\ell}{\\partial z_v} = p_v - [v = y], \\qquad \\nabla_z \\ell = p -
+\\text{onehot}(y).$$
+
+A gradient step pushes the correct logit up (by $1 - p_y$) and every other logit down according to
+how much probability it got. It's zero only if $p_y = 1$.
+
+`mlm_loss` averages over the masked positions, so a masked position gets
+$(p_i - \\text{onehot}(y_i)) / |\\mathcal{M}|$ and an unmasked one gets exactly 0 (it isn't in the
+loss). With the CLM loss every position but the last gets a gradient of the same form, with the
+next token as target, so there are about 6.7 times more non-zero rows per sequence.""",
+    },
+    "part_b_finetuning": {
+        "b3_why_small_lr": """\
+From scratch the weights are random, so you need big steps (around 1e-3) to get anywhere and
+there's nothing to lose. In fine-tuning we start from the pre-trained weights, which already know a
+lot about language, and we only have a small labelled set, so we want to stay close to them and only
+adapt a little. AdamW moves each weight by roughly the learning rate every step, so a large rate
+would quickly move away from what pre-training learned (catastrophic forgetting) and overfit the few
+examples. A small rate also stops the random new head from sending big noisy gradients into the
+encoder at the start.""",
+        "b3_large_lr": """\
+Before training the random head got 0.533 on dev. With 3e-5 it reached 0.567 (the run is short, the
+loss barely left ln 2). With 1e-2 dev accuracy was 0.496, which is just the share of positive
+reviews: the model says "positive" for everything. Its loss kept spiking (up to about 3 early on)
+and finished higher than ln 2. Looking at the layer-0 query weights: relative to their norm they
+changed by 0.17 % with 3e-5, and by 40 % with 1e-2. Why: each update changes a weight by about the
+learning rate, and 1e-2 is about the size of the weights themselves, so after a few steps the
+pre-trained features are gone (catastrophic forgetting) and the model collapses to one class.""",
+        "b3_schedule_design": """\
+1. Peak LR 2e-5: small enough to stay near the pre-trained weights, big enough to learn in 3 epochs.
+2. Warm-up: raise the LR linearly during roughly the first 10 % of training. With batch 32 that is
+   250 steps per epoch and 750 in 3 epochs, so ~75 warm-up steps; the new head settles before the
+   encoder gets full-size updates.
+3. Decay: linear down to 0 at the end so the last updates are tiny and the model stops drifting.
+   I'd also stop early if the dev loss goes up.
+4. Freezing: freeze the embeddings (general knowledge and a big share of the parameters, rare words
+   would get noisy updates) and train the rest; 8,000 examples are enough for the encoder layers.""",
+        "b5_lr_1e2": """\
+It breaks the model. In my B3 run with 1e-2 the dev accuracy fell to about 0.5 (one class for
+everything) and the weights moved by ~40 % of their norm instead of a fraction of a percent, so the
+model forgot its pre-training and the loss never came down.""",
+        "b6_lora_tradeoffs": """\
+LoRA (r = 8 on W_q and W_v) trained ~74.5k parameters, 0.33 % of the 22.7 M of full fine-tuning,
+and got 0.740 dev accuracy against 0.777 for full fine-tuning at 1e-4 (0.567 at 3e-5, but that run
+was under-trained). So a little worse, with a tiny fraction of the weights. Updates were faster
+(0.43 s vs 0.73 s) but not by much, because forward and backward still go through the whole frozen
+model. The big savings are memory (no gradients or Adam moments for frozen weights) and storage (a
+small adapter per task instead of a whole model). Costs: the update is low-rank, which could hurt on
+tasks far from pre-training, and there are more things to tune (rank r, alpha, which matrices get
+adapters, its own learning rate). I'd use LoRA for big models, small GPUs or many tasks on one base
+model, and full fine-tuning for small models when accuracy matters most.""",
+        "b7_limitations": """\
+1. **Domain shift.** Our movie-review classifier did worse on the Amazon sentences (probe 1).
+   Pre-training on general text doesn't make a model robust to new words and styles.
+2. **Bias.** It picks up stereotypes from its training text: in probe 2, after "The engineer" the
+   odds of " she" were lower than after "The nurse". A few thousand fine-tuning examples won't undo
+   that.
+3. **Hallucination.** It's trained to produce likely text, not true text, so it can state false
+   things fluently and has no way to check them.""",
+        "b7_bias": """\
+A company fine-tunes a pre-trained encoder to screen job applications. If pre-training linked some
+jobs more with men (like probe 2, where she/he depends on the occupation), the model could rate CVs
+lower when they mention a women's sports team or a female name, even though gender is never an
+input. Women applying for those jobs are harmed and nobody notices easily. To measure it: swap
+names and pronouns in otherwise identical CVs and see if the score changes, and compare error
+rates per group. To reduce it: counterfactual data augmentation of the fine-tuning set, and
+regular audits.""",
+    },
+    "exercise1_masked_predictions": {
+        "ex1_prediction_quality": """\
+(a) The predictions are only good when grammar decides the word. The mat sentence gets nouns (door,
+ladies, room, ...) but no "cat", the "began to" sentence gets verbs but never "read", and for the
+France sentence the top guesses are words like "not" and "over": no world knowledge at all. On the
+cloze set it gets 30 % top-1 and 52 % top-5 overall, but function words are much better (55 % top-1)
+than nouns (8 %), verbs (25 %) and adjectives (0 %).
+
+(b) Its top 5 for the Pride and Prejudice line were "well", "good", "feeling", "love" and "indeed",
+so no "acknowledged", even though it read that line during training. Even a right answer would only
+be remembering a sentence it was trained on, not understanding it; only new sentences like the cloze
+set can test that.
+
+(c) bert-base-uncased is much bigger (about 110 M parameters vs ~2 M) and was trained on far more
+and more varied text (books and Wikipedia, billions of words), so it has seen cats, mats and Paris
+many times. It could still fail on sentence 4 because it just predicts what is frequent in its
+training text (maybe another city that often appears with France), and it knows nothing newer than
+its training data.""",
+        "ex1_mlm_vs_clm_signal": """\
+Both processed 10,240,000 tokens. GPT predicted 9,996,000 (about 98 %: every next token, except the
+last one of each row), BERT only 1,482,112 (about 14.5 %, because only 15 % of the real tokens get
+picked for masking and [CLS] / [SEP] never do), so about 6.7 times fewer. On the left plot the two
+curves are close and BERT ends a bit lower (3.49 vs 3.55). On the right plot BERT's curve moves far
+to the left: after the same number of predictions BERT is at 3.44 and GPT still at 4.61. So one BERT
+prediction is worth at least as much as a GPT one; BERT is slower per token read because it pays for
+the full forward/backward pass of every token and learns from only about 1 in 7. In exchange it sees
+both sides of every position, which is what classification fine-tuning needs.""",
+    },
+    "exercise2_finetune_vs_scratch": {
+        "ex2_loss_curves": """\
+- **Speed:** the pre-trained model's training loss drops below ln 2 within the first few dozen
+  updates and its dev-slice accuracy is already high after epoch 1, because the encoder already
+  separates positive from negative. The scratch model stays around ln 2 for most of the run and
+  only goes down slowly: it has to learn everything from 1,000 sentences.
+- **Overfitting:** for the pre-trained model the training loss keeps going down in epochs 2 and 3
+  while the validation loss flattens and rises a bit at the end, so it starts to memorise. The
+  scratch model's validation loss stays near ln 2 the whole time, so what it learns doesn't
+  generalise.
+- **Final:** at the end the pre-trained model's validation loss is far below the scratch model's,
+and
+  its dev accuracy is 0.779 against 0.511 (chance) for scratch. Dev and test agree within a few
+  points for both.""",
+        "ex2_data_efficiency": """\
+Yes, even more strongly. The pre-trained model is already above chance at n = 100 (0.623) and goes
+up with n (0.649, 0.762, 0.779 at 300, 1,000, 3,000). The scratch model stays at chance up to
+n = 3,000 (0.49 to 0.51). So the smallest n where pre-training beats the best scratch run is 100:
+100 examples + pre-training beat 3,000 from scratch, at least 30x less data.
+
+What we can't show: the training set only has 8,454 sentences, so "10,000 from scratch" can't be
+tested, and we don't know how far the scratch curve would climb with more data. Caveats: the step
+cap (100 updates) hurts the scratch model most, since a random transformer needs many epochs; our
+encoder was pre-trained on a huge number of sentence pairs, which helps it more than BERT's MLM
+pre-training would; and there's one seed per size, so each point is a few points noisy.""",
+        "ex2_out_of_domain": """\
+Pre-trained: 0.779 on the movie dev set and 0.690 on Amazon, so 9 points lower, but still well
+above the Amazon majority baseline (0.578, always "positive"). Scratch: 0.511 in domain and 0.423 on
+Amazon, below the baseline, so it learned nothing that transfers (it had no skill to lose). The
+pre-trained model transfers better because its features come from lots of varied text, so it knows
+words like "broke" or "return", while the scratch model only knows the words of our movie
+sentences. The misclassified Amazon sentences mostly need product knowledge instead of sentiment
+words (e.g. "usb 2.0 transfer is insanely fast"), are mixed opinions, or are informal and lower
+case.""",
+    },
+    "exercise3_classification_as_generation": {
+        "ex3_compare_with_finetuning": """\
+1. **Accuracy:** for every k, the fine-tuned encoder was more accurate than prompting the decoder.
+   Zero-shot the decoder was close to chance; with 1-4 examples it improved, but not steadily, and
+   it was biased towards one label.
+2. **Time:** prompting needs no training, fine-tuning took about a minute on my CPU. Per review the
+   decoder is much slower: it is 6x bigger and reads the whole prompt, which gets longer with every
+   example (the s / review column grows with the prompt tokens), while the encoder only reads the
+   review.
+3. **Simplicity:** prompting needs no training loop, but the template, the label words (with the
+   leading space!) and the order of the examples all change the result. Fine-tuning needs labels
+   and a training recipe, then it is one cheap forward pass.
+4. **Data:** prompting used 0-4 labelled examples, fine-tuning about 1,000.
+
+I'd prompt with almost no labels or for a quick prototype, and fine-tune once I have some hundreds
+of labelled reviews and a large number to classify.""",
+    },
+    "exercise4_model_size": {
+        "ex4_size_tradeoffs": """\
+**Measured.** Deeper models leave chance sooner. On the dev slice after 50 updates: 6 layers 75 %,
+4 layers 68 %; the 2-layer one only left chance around update 75 (64 % at 100), and
+the 1-layer one never did in 200 updates. Final dev accuracy goes up with depth, with diminishing
+returns: 50.4, 67.1, 79.5 and 82.8 % for 1, 2, 4 and 6 layers. The total parameter count barely
+changes because the embeddings (11.9 M) dominate, but the non-embedding N and so the FLOPs grow
+almost linearly with depth. Time per update grew less (0.14 s for 1 layer, 0.53 s for 6) because
+part of each update costs the same at any depth.
+
+**Expected, not measured.** BERT-large (24 layers, width 1024) has roughly 3.5 times as many
+non-embedding weights as BERT-base, so I'd expect about 3.5 times the FLOPs per token and the time
+per update, and more memory. Both are fully pre-trained, unlike
+our cut-down copies, so I'd expect large to be more accurate (the paper: 94.9 vs 93.5 on SST-2) but
+less stable on small data sets. What stays the same: pre-training matters more than size, and
+compute grows with non-embedding parameters times tokens.""",
+    },
+    "exercise5_span_corruption": {
+        "ex5_what_stands_in": """\
+- **Model:** instead of T5 (encoder-decoder, pre-trained with span corruption, then trained on tasks
+  with prefixes like "summarize:") our notebook used SmolLM2-135M-Instruct, which only has a
+  decoder, learned by next-token prediction and was then instruction-tuned. Our span corruption
+  function only makes (input, target) pairs; nothing is trained on them. Real T5 understands the
+  summarize: prefix out of the box, and T5-base should be a bit better than T5-small.
+- **Data:** instead of CNN/DailyMail articles with multi-sentence highlights, 10 short passages with
+  one-sentence references. ROUGE would be on a different scale; on news the lead baseline is strong
+  and T5 tends to copy phrases from the article.
+- **Evaluation size:** 10 passages instead of ~11,500, so small differences mean nothing.""",
+        "ex5_rouge_discussion": """\
+The chat-prompted decoder scored best on all three (ROUGE-1 / 2 / L = 0.296 / 0.081 / 0.201), just
+ahead of lead-1 (0.275 / 0.058 / 0.188); the plain summarize: prefix was far behind (0.126 / 0.015 /
+0.105), since the model was never trained with it and just keeps writing. Lead-1 scores well since
+it is literally the passage's first sentence and the references use many of the same words; the chat
+summaries are longer, so they match more words.
+
+Disagreement: in passage 7 the chat summary invents a town in North Yorkshire and misses the main
+point (fewer sparrows), yet it beats lead-1 on ROUGE-L because it shares words like "birds" and
+"gardens". ROUGE only counts n-gram overlap with one reference; it doesn't check that the summary is
+true, covers the main point or reads well. With 10 passages the gap between lead-1 and the decoder
+is noise.""",
+    },
+}
+
+# Carol, the half-correct student: partly right written answers, two left blank (None).
+HALF_CORRECT_WRITTEN = {
+    "b1_why_not_50_percent": """\
+Masking 50 % would give more targets per pass, so it should train faster. But the task gets harder
+because there is less context left.""",
+    "b1_token_counts": """\
+The sentence has 5 words, so 5 tokens, and 15 % of 5 is 0.75, so less than one token on average.
+The handout is a bit off.""",
+    "b2_always_pick_highest": "You always get the same text. It's boring and can repeat itself.",
+    "b2_temperature": None,
+    "b2_mlm_gradient": None,
+}
 
 
 # ----------------------------------------------------------------------------- variants
@@ -482,7 +792,8 @@ def samples() -> dict[str, dict[str, object]]:
     release = untouched(MAIN)
     second_half = ["clm_loss", "mlm_loss", "sample_next_token", "greedy_decode", "beam_search"]
     half = replace(full, {g: c.source for c in release.cells if (g := grade_id(c)) in second_half})
-    out["carol_half_correct"] = {MAIN: replace(half, HALF_CORRECT_WRONG)}
+    carol = replace(half, HALF_CORRECT_WRONG)
+    out["carol_half_correct"] = {MAIN: with_answers(carol, release, HALF_CORRECT_WRITTEN)}
     out["dave_forbidden_shortcuts"] = {
         MAIN: replace(full, FORBIDDEN),
         EXERCISE1: replace(solved(EXERCISE1), FORBIDDEN_EXERCISE1),

@@ -31,7 +31,7 @@ def test_a_stub_is_todo_and_the_cells_that_call_it_are_waiting():
         _cell("assert f(1) == 2", grade_id="test_f", grade=True, error=("NotImplementedError", "")),
         _cell("plot(f(3))", error=("NotImplementedError", "")),
     ))
-    assert [(f.status, f.name) for f in findings] == [("TODO", "f"), ("waiting", "test_f"), ("waiting", "cell 3")]
+    assert [(f.status, f.name) for f in findings] == [("STUB", "f"), ("waiting", "test_f"), ("waiting", "cell 3")]
     assert first.name == "test_f"
 
 
@@ -59,7 +59,7 @@ def test_a_stub_that_raises_as_it_runs_is_the_first_error_and_is_todo():
         _cell("ANSWER = None\n# YOUR CODE HERE\nraise NotImplementedError()", grade_id="answer", solution=True,
               error=("NotImplementedError", "")),
     ))
-    assert [f.status for f in findings] == ["TODO"] and first.status == "TODO"
+    assert [f.status for f in findings] == ["STUB"] and first.status == "STUB"
 
 
 def test_cells_after_a_stop_are_not_reported_as_passing():

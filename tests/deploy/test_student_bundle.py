@@ -225,9 +225,9 @@ def test_release_notebook_runs_alone_until_its_first_stub(stem, student_bundle, 
     code, checked, output = _self_check(student_bundle, student_env, tmp_path, stem, filled=False)
     first = checked["first_error"]
     assert first is not None, f"{stem} ran to the end with its stubs empty:\n{output[-2000:]}"
-    assert first["status"] in ("TODO", "waiting") and "NotImplementedError" in first["message"], (
+    assert first["status"] in ("STUB", "waiting") and "NotImplementedError" in first["message"], (
         f"{stem} failed before reaching a stub: {first}\n{output[-3000:]}")
-    stubs = [f for f in checked["findings"] if f["status"] == "TODO"]
+    stubs = [f for f in checked["findings"] if f["status"] == "STUB"]
     assert stubs and stubs[0]["cell"] <= first["cell"], f"{stem}: the first error is not after a stub"
     assert code == 1
     assert "still to write" in output
