@@ -129,6 +129,11 @@ class SandboxedGrading(NbGraderPreprocessor):
                                              hidden=DEFAULT_HIDDEN + [course_root, scratch], timeout=self.timeout)
         for warning in report.get("warnings", []):
             self.log.warning("%s/%s: %s", student, stem, warning)
+        if report.get("sandbox") == "degraded":
+            # Said in nbgrader's own log too: the job's log, where the grader says it
+            # first, is gone once autograde ends.
+            self.log.warning("%s/%s: graded WITHOUT the full sandbox (bubblewrap unusable here: "
+                             "install bubblewrap, or allow unprivileged user namespaces)", student, stem)
         by_cell: dict[str, list[dict]] = {}
         for test in report["tests"]:
             by_cell.setdefault(test["grade_id"], []).append(test)
