@@ -81,3 +81,54 @@ def test_lab_starts_here_with_a_students_view(tmp_path):
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_lab_starts_for_an_unprivileged_user(tmp_path):
+    """As a student account (created here as root): no --allow-root, and the same student view."""
+    import threading
+    from pathlib import Path
+
+    from .unix_users import SYSTEM_PATH, Runner, chown_tree, create_user, missing_prerequisites, remove_user
+
+    why = missing_prerequisites()
+    if why:
+        pytest.skip(why)
+    import shutil
+    import tempfile
+
+    # Not under tmp_path: pytest keeps that below a folder only root may enter.
+    base = Path(tempfile.mkdtemp(prefix="w6lab-"))
+    base.chmod(0o755)
+    user = create_user(f"w6lab_{os.getpid()}", base / "home")
+    try:
+        folder = user.home / "week6"
+        folder.mkdir()
+        (folder / "notes.ipynb").write_text(json.dumps(
+            {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+        chown_tree(user.home, user)
+        repo = Path(__file__).resolve().parents[2]
+        needed = {os.path.realpath(p): True for p in (sys.base_prefix, sys.prefix, repo)}
+        runner = Runner(needed, {"PATH": f"{Path(sys.executable).parent}:{SYSTEM_PATH}", "LANG": "C.UTF-8"})
+        port, token = _free_port(), "week6-user"
+        finished = {}
+        command = ["timeout", "60", sys.executable, "-m", "week6_helpers.lab", str(folder), "--no-browser",
+                   f"--port={port}", f"--IdentityProvider.token={token}"]
+        thread = threading.Thread(target=lambda: finished.setdefault(
+            "result", runner.run(user, command, cwd=user.home, timeout=120)))
+        thread.start()
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline and _get(f"{base}/api/status?token={token}")[0] != 200:
+            time.sleep(0.5)
+        served = _get(f"{base}/api/status?token={token}")[0]
+        formgrader = _get(f"{base}/formgrader?token={token}")[0]
+        subprocess.run(["pkill", "-TERM", "-u", user.name], check=False)  # done: stop the server
+        thread.join()
+        log = finished["result"].stdout + finished["result"].stderr
+        assert served == 200, log[-3000:]
+        assert formgrader == 404
+        assert "allow-root" not in log and "Running as root" not in log
+    finally:
+        remove_user(user)
+        shutil.rmtree(base, ignore_errors=True)
