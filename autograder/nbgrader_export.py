@@ -3,8 +3,8 @@
 :class:`NotebookScoresExport` (``c.ExportApp.plugin_class`` in ``nbgrader_config.py``)
 writes the columns of nbgrader's ``CsvExportPlugin``, with the same values, then
 ``<notebook>_score`` and ``<notebook>_max_score`` for each notebook, in the
-course's order (Part A, Part B, then the exercises: :data:`NOTEBOOK_ORDER`, the
-order of the handout's grading map). A notebook's score is its raw score in the
+course's order (Part A, Part B, then the exercises: the order of the course model,
+``autograder/course.py``, which the handout's grading map follows too). A notebook's score is its raw score in the
 gradebook (automatic and manual points, before any late penalty, which nbgrader
 charges to the whole assignment); a student who did not submit gets 0, as in
 nbgrader's own columns.
@@ -20,22 +20,18 @@ import csv
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins.export import CsvExportPlugin
 
+from .course import load_course
 from .report import spreadsheet_cell
 
 # nbgrader's CsvExportPlugin columns, in its order; the free-text ones are neutralised.
 COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
            "raw_score", "late_submission_penalty", "score", "max_score"]
 TEXT_COLUMNS = {"assignment", "student_id", "last_name", "first_name", "email"}
-# The course's order of the week's notebooks (handouts/build.py NOTEBOOK_ORDER; a test
-# keeps the two equal). Notebooks not listed follow, by name.
-NOTEBOOK_ORDER = ["part_a_discovery", "part_b_bert_gpt", "part_b_finetuning", "exercise1_masked_predictions",
-                  "exercise2_finetune_vs_scratch", "exercise3_classification_as_generation",
-                  "exercise4_model_size", "exercise5_span_corruption"]
 
 
 def notebook_columns(names) -> list[str]:
-    """The notebooks ``names`` in the course's order, unknown ones last by name."""
-    known = [name for name in NOTEBOOK_ORDER if name in names]
+    """The notebooks ``names`` in the course's order (autograder/course.py), unknown ones last by name."""
+    known = [name for name in load_course().stems if name in names]
     return known + sorted(set(names) - set(known))
 
 
@@ -56,9 +52,9 @@ class NotebookScoresExport(CsvExportPlugin):
             raise ValueError(f"no assignment called {', '.join(unknown)} in the gradebook "
                              f"(known: {', '.join(sorted(a.name for a in gradebook.assignments))})")
         notebooks = notebook_columns({nb.name for a in assignments for nb in a.notebooks})
-        unlisted = [name for name in notebooks if name not in NOTEBOOK_ORDER]
+        unlisted = [name for name in notebooks if name not in load_course().stems]
         if unlisted:
-            self.log.warning("notebooks not in the course's order (autograder/nbgrader_export.py), "
+            self.log.warning("notebooks not in the course's order (autograder/course.py), "
                              "exported last: %s", ", ".join(unlisted))
         self.log.info("Exporting grades to %s (%d notebooks)", dest, len(notebooks))
 

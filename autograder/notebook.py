@@ -127,6 +127,12 @@ def is_test_cell(cell) -> bool:
     return cell.get("cell_type") == "code" and meta.get("grade", False) and not meta.get("solution", False)
 
 
+def is_written_answer(cell) -> bool:
+    """A manually graded answer: a markdown cell with ``solution`` and ``grade`` (docs/authoring.md)."""
+    meta = _nbgrader(cell)
+    return cell.get("cell_type") == "markdown" and meta.get("solution", False) and meta.get("grade", False)
+
+
 def read_notebook(path: Path):
     """Parse a notebook file or raise :class:`UnreadableNotebook` with the fix.
 
@@ -220,7 +226,7 @@ def plan_grading(submission, stem: str, source_dir: Path = SOURCE_DIR) -> Gradin
 
 
 def cell_points(cell) -> tuple[str, float]:
-    """(grade_id, points) of a test cell (one that :func:`is_test_cell` accepted)."""
+    """(grade_id, points) of a graded cell (one that :func:`is_test_cell` or :func:`is_written_answer` accepted)."""
     meta = _nbgrader(cell)
     return str(meta.get("grade_id", "")), float(meta.get("points", 0))
 

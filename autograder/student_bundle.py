@@ -35,8 +35,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-import nbformat
-
+from .course import load_course
 from .notebook import ASSIGNMENT, REPO
 from .version import __version__
 
@@ -143,19 +142,16 @@ def write_environment_files(folder: Path) -> None:
 
 
 def notebook_table(notebooks: list[Path]) -> str:
-    """Markdown table of the notebooks in working order, with points from their nbgrader metadata."""
+    """Markdown table of the released ``notebooks`` in the course's order, with their points
+    (both from the course model, autograder/course.py)."""
+    course = load_course()
+    released = {path.stem for path in notebooks}
+    if released != set(course.stems):
+        raise RuntimeError(f"the release {RELEASE.relative_to(REPO)} holds {sorted(released)}, the course "
+                           f"{course.stems}: run `make release`")
     rows = ["| notebook | auto-graded points | written points |", "| --- | ---: | ---: |"]
-    for path in sorted(notebooks, key=lambda p: (not p.stem.startswith("part_"), p.stem)):
-        auto = written = 0.0
-        for cell in nbformat.read(path, as_version=4).cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if meta.get("grade"):
-                points = float(meta.get("points", 0))
-                if meta.get("solution"):
-                    written += points
-                else:
-                    auto += points
-        rows.append(f"| `{path.name}` | {auto:g} | {written:g} |")
+    for notebook in course.notebooks:
+        rows.append(f"| `{notebook.filename}` | {notebook.auto_points:g} | {notebook.written_points:g} |")
     return "\n".join(rows)
 
 

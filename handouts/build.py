@@ -13,21 +13,20 @@ the page works from a checkout or a copy of the ``handouts/`` folder.
 ``grading_map.md`` maps every topic of the week (A1-A5, B1-B7, the theory
 exercises, programming exercises 1-5, pre-training) to its notebook, graded
 cells and points. The points come from the nbgrader metadata of
-``solutions/week6/*.ipynb``; only the topic -> cell assignment (``TOPICS``) is
-written here. The build fails when a graded cell of a notebook is not assigned
-to a topic, or when ``TOPICS`` names a cell that does not exist, so the map
-cannot silently drift from the notebooks. Notebooks that are still being
-written appear with their planned items (``PLANNED``), outside the totals.
+``solutions/week6/*.ipynb``, and the notebooks and their order from the course
+model (``autograder/course.py``, ``NOTEBOOK_ORDER``); only the topic -> cell
+assignment (``TOPICS``) is written here. The build fails when a graded cell of a
+notebook is not assigned to a topic, or when ``TOPICS`` names a cell that does
+not exist, so the map cannot silently drift from the notebooks.
 
-Only the standard library and ``mistune`` (a dependency of nbconvert) are
-needed; the notebooks are read as plain JSON (nbformat 4), which keeps the
-build well under a second.
+Besides the standard library it needs ``mistune`` (a dependency of nbconvert) and
+the course model (nbformat); the build takes about a second, most of it
+importing nbformat.
 """
 from __future__ import annotations
 
 import argparse
 import html
-import json
 import re
 import sys
 from dataclasses import dataclass
@@ -37,10 +36,13 @@ import mistune
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+if str(REPO) not in sys.path:  # run as a script: python handouts/build.py
+    sys.path.insert(0, str(REPO))
+
+from autograder.course import TEST, CourseError, load_course  # noqa: E402
 SOURCE_MD = HERE / "week6.md"
 OUTPUT_HTML = HERE / "week6.html"
 OUTPUT_MAP = HERE / "grading_map.md"
-NOTEBOOKS = REPO / "solutions" / "week6"
 FIGURE_CAPTION_SUFFIX = ".caption.md"  # figures.py writes measured captions next to optional figures
 
 
@@ -119,16 +121,6 @@ TOPICS: list[tuple[str, str, list[tuple]]] = [
         ("exercise1_masked_predictions", "ex1_mlm_vs_clm_signal")]),
 ]
 
-# Items of notebooks that are still being written: (kind, points) as planned. Used only
-# while the notebook is absent; once it exists, its metadata is the truth.
-PLANNED: dict[str, dict[str, tuple[str, float]]] = {
-    # every notebook of the assignment exists: nothing is planned
-}
-
-NOTEBOOK_ORDER = ["part_a_discovery", "part_b_bert_gpt", "part_b_finetuning", "exercise1_masked_predictions",
-                  "exercise2_finetune_vs_scratch", "exercise3_classification_as_generation",
-                  "exercise4_model_size", "exercise5_span_corruption"]
-
 
 # ===================================================================== notebook metadata
 @dataclass(frozen=True)
@@ -138,46 +130,24 @@ class GradedItem:
     cell: str       # the cell that carries the points: test_<item>, or the written answer itself
     kind: str       # "auto" or "written"
     points: float
+    # A notebook still being written once showed its planned items here; the course model
+    # (autograder/course.py) now refuses a notebook it cannot find, so this stays False.
     planned: bool = False
 
 
-def read_graded_items(stem: str) -> dict[str, GradedItem]:
-    """Graded items of one source notebook, keyed by item name, from nbgrader metadata."""
-    notebook = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))
-    if notebook.get("nbformat") != 4:
-        raise BuildError(f"{stem}.ipynb is not an nbformat 4 notebook")
-    items: dict[str, GradedItem] = {}
-    for cell in notebook["cells"]:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if not meta.get("grade"):
-            continue
-        grade_id, points = meta.get("grade_id", ""), float(meta.get("points") or 0)
-        if cell["cell_type"] == "code":
-            if not grade_id.startswith("test_"):
-                raise BuildError(f"{stem}: graded code cell {grade_id!r} is not named test_<item>")
-            item = grade_id[len("test_"):]
-            items[item] = GradedItem(stem, item, grade_id, "auto", points)
-        elif cell["cell_type"] == "markdown" and meta.get("solution"):
-            items[grade_id] = GradedItem(stem, grade_id, grade_id, "written", points)
-    return items
-
-
 def notebook_items() -> dict[str, dict[str, GradedItem]]:
-    """Graded items of every notebook that exists, and the planned items of those that do not."""
-    present = sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
-    unknown = [stem for stem in present if stem not in NOTEBOOK_ORDER]
-    if unknown:
-        raise BuildError(f"notebooks not known to handouts/build.py (add them to NOTEBOOK_ORDER and TOPICS): {unknown}")
+    """Graded items of every notebook, in the course's order, keyed by item name (autograder/course.py)."""
+    try:
+        course = load_course()
+    except CourseError as err:
+        raise BuildError(str(err)) from err
     result = {}
-    for stem in NOTEBOOK_ORDER:
-        if stem in present:
-            result[stem] = read_graded_items(stem)
-        elif stem in PLANNED:
-            result[stem] = {item: GradedItem(stem, item, f"test_{item}" if kind == "auto" else item, kind, points,
-                                             planned=True)
-                            for item, (kind, points) in PLANNED[stem].items()}
-        else:
-            raise BuildError(f"{stem}.ipynb is neither in {NOTEBOOKS.relative_to(REPO)} nor in PLANNED")
+    for notebook in course.notebooks:
+        result[notebook.stem] = {}
+        for cell in notebook.graded:
+            item = cell.solution if cell.kind == TEST else cell.grade_id
+            result[notebook.stem][item] = GradedItem(notebook.stem, item, cell.grade_id,
+                                                     "auto" if cell.kind == TEST else "written", cell.points)
     return result
 
 

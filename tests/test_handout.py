@@ -12,14 +12,14 @@ All fast: nothing here loads a model.
 """
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
+
+from autograder.course import TEST, load_course
 
 REPO = Path(__file__).resolve().parents[1]
 HANDOUTS = REPO / "handouts"
@@ -47,31 +47,18 @@ def _items() -> list[re.Match]:
 
 
 def _notebook_stems() -> list[str]:
-    return sorted(p.stem for p in SOURCE.glob("*.ipynb"))
-
-
-@lru_cache(maxsize=None)
-def _cells(stem: str) -> tuple[tuple[str, dict], ...]:
-    """(cell type, nbgrader metadata) of every cell of a source notebook (read as nbformat-4 JSON)."""
-    notebook = json.loads((SOURCE / f"{stem}.ipynb").read_text(encoding="utf-8"))
-    return tuple((cell["cell_type"], cell.get("metadata", {}).get("nbgrader", {})) for cell in notebook["cells"])
+    """The course's notebooks (autograder/course.py), in its order."""
+    return load_course().stems
 
 
 def _graded_cells(stem: str) -> dict[str, tuple[str, float]]:
     """grade_id -> (kind, points) of the cells that carry points: test cells and written answers."""
-    cells = {}
-    for cell_type, meta in _cells(stem):
-        if not meta.get("grade"):
-            continue
-        if cell_type == "code":
-            cells[meta["grade_id"]] = ("auto", float(meta.get("points") or 0))
-        elif cell_type == "markdown" and meta.get("solution"):
-            cells[meta["grade_id"]] = ("written", float(meta.get("points") or 0))
-    return cells
+    return {item.grade_id: ("auto" if item.kind == TEST else "written", item.points)
+            for item in load_course().notebook(stem).graded}
 
 
 def _solution_ids(stem: str) -> set[str]:
-    return {meta["grade_id"] for cell_type, meta in _cells(stem) if cell_type == "code" and meta.get("solution")}
+    return {item.grade_id for item in load_course().notebook(stem).solutions}
 
 
 def test_the_handout_names_graded_items():
@@ -177,10 +164,8 @@ def _map_totals() -> dict[str, tuple[float, float, float, str]]:
 def test_grading_map_totals_equal_the_notebooks_points():
     rows = _map_totals()
     grand_auto = grand_manual = 0.0
-    for stem in _notebook_stems():
-        cells = _graded_cells(stem)
-        auto = sum(points for kind, points in cells.values() if kind == "auto")
-        manual = sum(points for kind, points in cells.values() if kind == "written")
+    for notebook in load_course().notebooks:
+        stem, auto, manual = notebook.stem, notebook.auto_points, notebook.written_points
         key = f"{stem}.ipynb"
         assert key in rows, f"grading_map.md has no totals row for {key}"
         assert rows[key][3] == "present", f"{key} exists but grading_map.md calls it {rows[key][3]!r}"

@@ -37,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 from autograder import intake  # noqa: E402  (the report names the grader gives)
+from autograder.course import load_course  # noqa: E402  (the notebooks and their points)
 SOURCE = REPO / "solutions" / "week6"
 RELEASE = REPO / "assignments" / "week6"
 MAIN = "part_b_bert_gpt"  # the notebook most samples submit
@@ -98,12 +99,8 @@ def replace(notebook, sources: dict[str, str]):
 
 
 def auto_graded_notebooks() -> list[str]:
-    stems = []
-    for path in sorted(SOURCE.glob("*.ipynb")):
-        cells = nbformat.read(path, as_version=4).cells
-        if any(c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code" for c in cells):
-            stems.append(path.stem)
-    return stems
+    """The course's notebooks that have auto-graded cells, in the course's order."""
+    return [notebook.stem for notebook in load_course().notebooks if notebook.tests]
 
 
 # ----------------------------------------------------------------------------- written answers
@@ -707,24 +704,32 @@ def malformed_metadata(notebook):
 
 
 # ----------------------------------------------------------------------------- expectations
-# What each sample of MAIN must score, and why (part_b_bert_gpt has 40 points).
+def full_marks_except(stem: str, *broken: str) -> float:
+    """A sample's expected score: every auto-graded point of ``stem`` except those of the
+    test cells of the solution cells ``broken`` (points from the course model)."""
+    return load_course().notebook(stem).points_except(*broken)
+
+
+# Carol's notebook keeps the released stubs of these solution cells.
+HALF_STUBBED = ["clm_loss", "mlm_loss", "sample_next_token", "greedy_decode", "beam_search"]
+
+# What each sample of MAIN must score, and why: full marks except the items it breaks.
 EXPECTED_MAIN = {
-    # Stubs for clm_loss 4, mlm_loss 3, sample_next_token 4, greedy_decode 3,
-    # beam_search 5; clm_loss is then replaced by an unshifted, wrong version.
-    "carol_half_correct": {"score": 21.0, "statuses": {"test_clm_loss": "failed"}},
-    # softmax 3, attention 5, greedy 3, beam 5 (the last one seen only at run time).
-    "dave_forbidden_shortcuts": {"score": 24.0, "statuses": {
+    # Stubs for the second half; clm_loss is then replaced by an unshifted, wrong version.
+    "carol_half_correct": {"score": full_marks_except(MAIN, *HALF_STUBBED), "statuses": {"test_clm_loss": "failed"}},
+    # softmax, attention, greedy, beam (the last one seen only at run time).
+    "dave_forbidden_shortcuts": {"score": full_marks_except(MAIN, *FORBIDDEN), "statuses": {
         "test_softmax": "forbidden", "test_scaled_dot_product_attention": "forbidden",
         "test_greedy_decode": "forbidden", "test_beam_search": "forbidden"},
         "messages": ["GenerationMixin.generate"]},
     "erin_invalid_json": {"score": 0.0, "messages": ["not valid notebook JSON"]},
-    # mlm_signal 2 deleted, mlm_loss 3 renamed; the duplicated causal_mask grades its first copy.
-    "frank_cell_surgery": {"score": 35.0, "statuses": {
+    # mlm_signal deleted, mlm_loss renamed; the duplicated causal_mask grades its first copy.
+    "frank_cell_surgery": {"score": full_marks_except(MAIN, "mlm_signal", "mlm_loss"), "statuses": {
         "test_mlm_signal": "missing", "test_mlm_loss": "missing", "test_causal_mask": "passed"}},
-    # attention_connections 2 never returns; the mlm_signal cell 2 hangs while it runs.
-    "grace_infinite_loop": {"score": 36.0, "statuses": {
+    # attention_connections never returns; the mlm_signal cell hangs while it runs.
+    "grace_infinite_loop": {"score": full_marks_except(MAIN, *INFINITE_LOOP), "statuses": {
         "test_attention_connections": "timeout", "test_mlm_signal": "error"}},
-    "heidi_ignores_sigint": {"score": 37.0, "statuses": {"test_mlm_loss": "timeout"}},
+    "heidi_ignores_sigint": {"score": full_marks_except(MAIN, "mlm_loss"), "statuses": {"test_mlm_loss": "timeout"}},
     "ivan_patches_comparisons": {"score": 0.0, "statuses": {"test_softmax": "failed"}},
     "judy_ast_transformer": {"score": 0.0, "statuses": {"test_softmax": "failed"}},
     "mallory_input_transformer": {"score": 0.0, "statuses": {"test_softmax": "failed"}},
@@ -736,9 +741,7 @@ EXPECTED_MAIN = {
 
 
 def max_score(stem: str) -> float:
-    cells = nbformat.read(SOURCE / f"{stem}.ipynb", as_version=4).cells
-    return float(sum(c.metadata["nbgrader"].get("points", 0) for c in cells
-                     if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")))
+    return load_course().notebook(stem).auto_points
 
 
 def expectations() -> dict[str, dict]:
@@ -749,21 +752,21 @@ def expectations() -> dict[str, dict]:
     for student, expectation in EXPECTED_MAIN.items():
         expected[f"{student}/{MAIN}"] = {"max_score": max_score(MAIN), **expectation}
     expected[f"dave_forbidden_shortcuts/{EXERCISE1}"] = {
-        "score": 0.0, "max_score": max_score(EXERCISE1),
+        "score": full_marks_except(EXERCISE1, *FORBIDDEN_EXERCISE1), "max_score": max_score(EXERCISE1),
         "statuses": {"test_top_k_mask_predictions": "forbidden"}, "messages": ["pipeline"]}
     full_small = max_score(SMALL)
-    # Only the broken solution cell (spanish_reuse, 2 points) is lost; the markdown cells are ignored.
+    # Only the broken solution cell (spanish_reuse) is lost; the markdown cells are ignored.
     expected[f"nina_malformed_metadata/{SMALL}"] = {
-        "score": full_small - 2, "max_score": full_small,
+        "score": full_marks_except(SMALL, "spanish_reuse"), "max_score": full_small,
         "statuses": {"test_spanish_reuse": "missing", "test_sequence_logprob": "passed"},
         "messages": ["malformed nbgrader metadata", "was ignored"]}
     # The file is unreadable in the sandbox; its content never reaches the report.
     expected[f"sybil_reads_root_only_files/{SMALL}"] = {
-        "score": full_small - 2, "max_score": full_small, "needs_bwrap": True,
+        "score": full_marks_except(SMALL, *READS_ROOT_ONLY), "max_score": full_small, "needs_bwrap": True,
         "statuses": {"test_top_k_next_tokens": "error"}, "messages": ["exfiltrated: PermissionError"]}
-    # The two hogs' items (3 + 2 points) are lost, each with the limit that stopped it.
+    # The two hogs' items are lost, each with the limit that stopped it.
     expected[f"walter_forks_children/{SMALL}"] = {
-        "score": full_small - 5, "max_score": full_small,
+        "score": full_marks_except(SMALL, *TREE_HOGS), "max_score": full_small,
         "statuses": {"test_top_k_next_tokens": "error", "test_sequence_logprob": "error",
                      "test_pretraining_costs": "passed"},
         "messages": ["processes and threads", "of memory together"]}
@@ -790,8 +793,7 @@ def samples() -> dict[str, dict[str, object]]:
     }
     full = solved(MAIN)
     release = untouched(MAIN)
-    second_half = ["clm_loss", "mlm_loss", "sample_next_token", "greedy_decode", "beam_search"]
-    half = replace(full, {g: c.source for c in release.cells if (g := grade_id(c)) in second_half})
+    half = replace(full, {g: c.source for c in release.cells if (g := grade_id(c)) in HALF_STUBBED})
     carol = replace(half, HALF_CORRECT_WRONG)
     out["carol_half_correct"] = {MAIN: with_answers(carol, release, HALF_CORRECT_WRITTEN)}
     out["dave_forbidden_shortcuts"] = {

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # --import-mode=importlib does not add it
     sys.path.insert(0, str(REPO))
 
-from autograder import notebook  # noqa: E402
+from autograder.course import load_course  # noqa: E402
 from autograder.reference import arithmetic  # noqa: E402
 from autograder.sandbox import item_probes  # noqa: E402,F401  (the probes and fixtures of the suites)
 from tests.grading.inprocess import (  # noqa: E402
@@ -37,10 +37,10 @@ from tests.grading.inprocess import (  # noqa: E402
 )
 from tests.grading.variants import ALTERNATIVES, MUTANTS, cell_of  # noqa: E402
 
-# The notebooks whose hidden suites are exercised here, and the points of their
-# auto-graded cells, read from the source notebooks' nbgrader metadata.
+# The notebooks whose hidden suites are exercised here (exercises 1-4: test_exercise_suites.py),
+# and the points of their auto-graded cells, from the course model.
 STEMS = ["part_b_bert_gpt", "part_b_finetuning", "exercise5_span_corruption", "part_a_discovery"]
-CELL_POINTS: dict[str, dict[str, float]] = {stem: notebook.test_cell_points(stem) for stem in STEMS}
+CELL_POINTS: dict[str, dict[str, float]] = {stem: load_course().notebook(stem).test_points for stem in STEMS}
 
 
 # The graded functions and classes of each notebook (answer constants excluded).
