@@ -79,18 +79,18 @@ cluster-tools:
 	  echo "note: as root, apt-get install slurm-wlm munge to run tests/cluster (a local Slurm cluster)"; \
 	fi
 
-# Chromium and its driver let tests/browser drive JupyterLab and the formgrader
+# Chromium and its driver let tests/deploy/test_browser.py drive JupyterLab and the formgrader
 # headless with selenium; without them those tests are skipped. Installed only
 # where we may (root with apt), without recommends.
 browser-tools:
 	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  echo "Installing chromium and chromium-driver (a headless browser for tests/browser)"; \
+	  echo "Installing chromium and chromium-driver (a headless browser for tests/deploy/test_browser.py)"; \
 	  { apt-get install -y -q --no-install-recommends chromium chromium-driver \
 	    || { apt-get update -q && apt-get install -y -q --no-install-recommends chromium chromium-driver; }; } >> $(LOG) 2>&1 \
-	    || echo "warning: could not install chromium and chromium-driver; tests/browser will be skipped"; \
+	    || echo "warning: could not install chromium and chromium-driver; tests/deploy/test_browser.py will be skipped"; \
 	else \
-	  echo "note: as root, apt-get install chromium chromium-driver to run tests/browser"; \
+	  echo "note: as root, apt-get install chromium chromium-driver to run tests/deploy/test_browser.py"; \
 	fi
 
 grade: setup
