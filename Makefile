@@ -20,7 +20,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help setup grade test lab release student-bundle lock sandbox-tools cluster-tools browser-tools clean
+.PHONY: help setup grade test lab release regen student-bundle lock sandbox-tools cluster-tools browser-tools clean
 
 help:
 	@echo "make grade    grade the bundled sample submissions (sets up .venv first)"
@@ -28,6 +28,7 @@ help:
 	@echo "make lab      JupyterLab on the student bundle, as a student sees it"
 	@echo "make student-bundle  write dist/week6-student/ (and .zip): what students receive"
 	@echo "make release  regenerate assignments/ from solutions/ with nbgrader"
+	@echo "make regen    regenerate release, handout, grading map, samples; check data SHA256SUMS (CHECK=1: check only)"
 	@echo "make setup    only create .venv and install the pinned dependencies"
 
 setup: $(STAMP)
@@ -109,6 +110,12 @@ student-bundle: setup
 
 release: setup
 	$(BIN)/python -m autograder.release
+
+# Every generated file, in order: assignments/ (release), handouts/week6.html and
+# grading_map.md, data/sample_submissions/; then the data files against their SHA256SUMS.
+# make regen CHECK=1 writes nothing and fails listing what is out of date.
+regen: setup
+	$(BIN)/python -m autograder.regen $(if $(CHECK),--check)
 
 # soupsieve 3 and later need Python >= 3.11.5; Debian 12's Python is 3.11.2, so
 # the lock keeps an older soupsieve for it (nothing else in the lock needs > 3.11.0).

@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 FIGURES = HERE / "figures"
 CHECKPOINTS = REPO / "data" / "checkpoints"
-PRETRAINING_CAPTION = "pretraining_curves.caption.md"  # written next to the figure, read by build.py
+PRETRAINING_CAPTION = "pretraining_curves.caption.md"  # written next to the figure, read by figure_refs.py
 
 if str(REPO) not in sys.path:  # the reference implementations, also without an editable install
     sys.path.insert(0, str(REPO))

@@ -6,6 +6,7 @@
   handout; notebooks that do not exist yet are skipped;
 - every figure the handout shows exists, and figure references point at shown figures;
 - ``python handouts/build.py --check`` passes (week6.html and grading_map.md are up to date);
+- every formula of week6.md is MathML in week6.html, and no LaTeX is left in its text;
 - the totals of grading_map.md equal the sums of the notebooks' points.
 
 All fast: nothing here loads a model.
@@ -138,6 +139,35 @@ def test_html_is_self_contained():
     loaded = re.findall(r'(?:src|href)="(https?:)?//', page) + re.findall(r"@import|url\(\s*['\"]?https?:", page)
     assert not loaded, "the page must not load anything from the network (no CDN)"
     assert 'id="toc"' in page, "the page has a table of contents"
+
+
+def test_every_formula_is_mathml():
+    """Each formula that the shared math rules find in week6.md is one <math> element of week6.html."""
+    from autograder.mathml import replace_math
+
+    displays: list[bool] = []
+    replace_math(_handout(), lambda latex, display: displays.append(display) or "")
+    page = (HANDOUTS / "week6.html").read_text(encoding="utf-8")
+    assert len(displays) >= 150, f"expected the handout's formulas, found {len(displays)}"
+    assert page.count("<math ") == len(displays), "a formula of week6.md is not MathML in week6.html"
+    assert page.count('<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">') == displays.count(True)
+    prose = re.sub(r"<pre>.*?</pre>|<code>.*?</code>|<style>.*?</style>", "", page, flags=re.S)
+    assert "$" not in prose, "a $ of the handout was neither math nor code"
+    mathml_text = "".join(re.findall(r">([^<]*)<", "".join(re.findall(r"<math .*?</math>", page))))
+    assert "\\" not in mathml_text, "a LaTeX command was left as text in the MathML"
+
+
+def test_latex2mathml_gaps_are_filled_and_unknown_commands_refused():
+    """autograder/mathml.py: \\arg and \\text escapes, which latex2mathml 3.81 shows as LaTeX, and strictness."""
+    from autograder.mathml import MathError, convert_formula
+
+    assert "<mi>arg</mi>" in convert_formula(r"\arg\max_w z_w", display=False)
+    assert "<mtext>a_b&#x000A0;5%&#x000A0;x&amp;y</mtext>" in convert_formula(r"\text{a\_b 5\% x\&y}", display=False)
+    assert "\\unknowncommand" in convert_formula(r"\unknowncommand x", display=False)  # not strict: as latex2mathml
+    with pytest.raises(MathError, match="does not know"):
+        convert_formula(r"\unknowncommand x", display=False, strict=True)
+    with pytest.raises(MathError):
+        convert_formula(r"\frac{1}{", display=True)
 
 
 def test_build_check_passes():

@@ -25,6 +25,39 @@ def test_f1_worked_example(load):
     assert f1.compute(predictions=[0, 0], references=[1, 1])["f1"] == 0.0
 
 
+def test_accuracy_and_f1_equal_scikit_learn(load):
+    """The modules are scikit-learn's accuracy_score and f1_score (zero_division=0), argument for argument."""
+    from sklearn.metrics import accuracy_score, f1_score
+
+    accuracy, f1 = load("accuracy"), load("f1")
+    cases = [
+        ([0, 1, 1, 0, 1, 1, 0, 0], [0, 1, 0, 0, 1, 1, 1, 0]),    # binary
+        ([2, 0, 1, 2, 2, 1, 0, 3], [2, 1, 1, 0, 2, 1, 0, 0]),    # four classes, one never true
+        ([1, 1, 1], [0, 0, 0]),                                 # no true positive anywhere
+    ]
+    weights = [0.5, 1.0, 2.0, 1.0, 0.25, 1.0, 3.0, 1.0]
+    for predictions, references in cases:
+        assert accuracy.compute(predictions=predictions, references=references)["accuracy"] == pytest.approx(
+            accuracy_score(references, predictions), abs=1e-12)
+        assert accuracy.compute(predictions=predictions, references=references, normalize=False)["accuracy"] == \
+            accuracy_score(references, predictions, normalize=False)
+        if len(predictions) == len(weights):
+            assert accuracy.compute(predictions=predictions, references=references, sample_weight=weights)[
+                "accuracy"] == pytest.approx(accuracy_score(references, predictions, sample_weight=weights), abs=1e-12)
+        for average in ("macro", "micro"):
+            assert f1.compute(predictions=predictions, references=references, average=average)["f1"] == \
+                pytest.approx(f1_score(references, predictions, average=average, zero_division=0), abs=1e-12)
+        for label in sorted(set(predictions) | set(references)):
+            expected = f1_score(references, predictions, labels=[label], average=None, zero_division=0)[0]
+            assert f1.compute(predictions=predictions, references=references, pos_label=label)["f1"] == \
+                pytest.approx(expected, abs=1e-12)
+    binary = cases[0]
+    assert f1.compute(predictions=binary[0], references=binary[1])["f1"] == pytest.approx(
+        f1_score(binary[1], binary[0]), abs=1e-12)
+    with pytest.raises(ValueError, match="average must be"):
+        f1.compute(predictions=[0, 1], references=[0, 1], average="weighted")
+
+
 def test_rouge_worked_example(load):
     rouge = load("rouge")
     # "the cat sat" vs "the cat sat down": unigram P = 3/3, R = 3/4 -> F = 6/7;

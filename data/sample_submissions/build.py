@@ -1,13 +1,16 @@
 """Build the sample submissions that `make grade` grades and the tests check.
 
     python data/sample_submissions/build.py          # rewrite the samples
-    python data/sample_submissions/build.py --check  # fail if they are out of date
+    python data/sample_submissions/build.py --check  # fail if they are out of date (writes nothing)
 
 Every sample is derived from the committed release notebooks (what students
 receive), so the samples follow the assignment when it changes. The folder
 layout is nbgrader's ``submitted/<student>/week6/<notebook>.ipynb``.
 ``expected.json`` says what each sample must score; ``tests/grading`` holds the
-grader to it.
+grader to it. Every file goes through the repository's check-or-write helper
+(``autograder/generated.py``), and a notebook that no sample makes any more is
+removed (``--check``: reported); ``python -m autograder.regen`` runs this build
+with the other generated files.
 
 The samples: a full solution, the untouched release, a half-correct student, a
 student using forbidden shortcuts, an invalid-JSON notebook, one with deleted,
@@ -28,7 +31,6 @@ import copy
 import json
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 import nbformat
@@ -38,6 +40,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 from autograder import intake  # noqa: E402  (the report names the grader gives)
 from autograder.course import load_course  # noqa: E402  (the notebooks and their points)
+from autograder.generated import update  # noqa: E402  (the one check-or-write helper)
 SOURCE = REPO / "solutions" / "week6"
 RELEASE = REPO / "assignments" / "week6"
 MAIN = "part_b_bert_gpt"  # the notebook most samples submit
@@ -833,39 +836,35 @@ def samples() -> dict[str, dict[str, object]]:
     return out
 
 
-def write(target: Path) -> list[Path]:
-    written = []
+def outputs() -> dict[Path, bytes | None]:
+    """What every file of the samples should hold; ``None`` for a notebook that no sample makes any more."""
+    wanted: dict[Path, bytes | None] = {}
     for student, notebooks in samples().items():
         for stem, notebook in notebooks.items():
-            path = target / student / "week6" / f"{stem}.ipynb"
-            path.parent.mkdir(parents=True, exist_ok=True)
             text = notebook if isinstance(notebook, str) else nbformat.writes(notebook)
-            path.write_text(text if text.endswith("\n") or isinstance(notebook, str) else text + "\n")
-            written.append(path.relative_to(target))
-    (target / "expected.json").write_text(json.dumps(expectations(), indent=2, sort_keys=True) + "\n")
-    written.append(Path("expected.json"))
-    return written
+            if not (text.endswith("\n") or isinstance(notebook, str)):
+                text += "\n"
+            wanted[HERE / student / "week6" / f"{stem}.ipynb"] = text.encode("utf-8")
+    wanted[HERE / "expected.json"] = (json.dumps(expectations(), indent=2, sort_keys=True) + "\n").encode("utf-8")
+    for student in sorted(p for p in HERE.iterdir() if p.is_dir()):
+        for old in sorted(student.rglob("*.ipynb")):
+            if ".ipynb_checkpoints" not in old.parts:  # Jupyter's, ignored by git
+                wanted.setdefault(old, None)
+    return wanted
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="compare with the committed samples")
+    parser.add_argument("--check", action="store_true", help="compare with the committed samples; write nothing")
     args = parser.parse_args(argv)
-    if args.check:
-        with tempfile.TemporaryDirectory() as scratch:
-            fresh = sorted(write(Path(scratch)))
-            stale = [str(p) for p in fresh if not (HERE / p).is_file()
-                     or (HERE / p).read_bytes() != (Path(scratch) / p).read_bytes()]
-        if stale:
-            print("out of date (run python data/sample_submissions/build.py): " + ", ".join(stale))
-            return 1
-        print(f"{len(fresh)} sample notebooks are up to date.")
-        return 0
-    for student in [p for p in HERE.iterdir() if p.is_dir()]:
-        for old in student.rglob("*.ipynb"):
-            old.unlink()
-    paths = write(HERE)
-    print(f"wrote {len(paths)} sample notebooks under {HERE.relative_to(REPO)}/")
+    wanted = outputs()
+    stale = [path for path, data in wanted.items() if update(path, data, check=args.check)]
+    notebooks = sum(1 for path, data in wanted.items() if data is not None and path.suffix == ".ipynb")
+    if args.check and stale:
+        print("out of date: run python data/sample_submissions/build.py (or make regen)")
+        return 1
+    print(f"{notebooks} sample notebooks under {HERE.relative_to(REPO)}/ are up to date"
+          + (f" ({len(stale)} file(s) changed)." if stale else "."))
     return 0
 
 

@@ -1,9 +1,11 @@
 """Accuracy: the fraction of predictions equal to their reference label.
 
 An offline ``evaluate`` metric module; load it with ``evaluate.load(<this folder>)``.
+The value is scikit-learn's ``accuracy_score``.
 """
 import datasets
 import evaluate
+from sklearn.metrics import accuracy_score
 
 _DESCRIPTION = "Accuracy = (number of correct predictions) / (number of predictions)."
 _KWARGS = """
@@ -37,7 +39,5 @@ class Accuracy(evaluate.Metric):
             raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
         if not predictions:
             raise ValueError("accuracy of zero examples is undefined")
-        weights = sample_weight if sample_weight is not None else [1.0] * len(predictions)
-        correct = sum(w for p, r, w in zip(predictions, references, weights) if p == r)
-        value = correct / sum(weights) if normalize else correct
+        value = accuracy_score(references, predictions, normalize=normalize, sample_weight=sample_weight)
         return {"accuracy": float(value)}

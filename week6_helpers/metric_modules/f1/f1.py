@@ -3,10 +3,13 @@
 An offline ``evaluate`` metric module; load it with ``evaluate.load(<this folder>)``.
 Binary F1 scores the class ``pos_label``; ``average="macro"`` averages the per-class
 F1 over the labels present; ``average="micro"`` pools all decisions (equal to
-accuracy for single-label classification).
+accuracy for single-label classification). The values are scikit-learn's
+``f1_score``, with ``zero_division=0``: a class that is never predicted and never
+true, or whose true positives are none, scores 0.
 """
 import datasets
 import evaluate
+from sklearn.metrics import f1_score
 
 _DESCRIPTION = "F1 = 2 * precision * recall / (precision + recall)."
 _KWARGS = """
@@ -21,14 +24,6 @@ Example:
     >>> metric.compute(predictions=[0, 1, 1, 0], references=[0, 1, 0, 0])
     {'f1': 0.6666666666666666}
 """
-
-
-def _f1_for(label, predictions, references):
-    tp = sum(1 for p, r in zip(predictions, references) if p == label and r == label)
-    fp = sum(1 for p, r in zip(predictions, references) if p == label and r != label)
-    fn = sum(1 for p, r in zip(predictions, references) if p != label and r == label)
-    # Convention shared with scikit-learn (zero_division=0): an empty class scores 0.
-    return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS)
@@ -47,12 +42,10 @@ class F1(evaluate.Metric):
         if len(predictions) != len(references):
             raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
         if average == "binary":
-            return {"f1": float(_f1_for(pos_label, predictions, references))}
-        if average == "micro":
-            correct = sum(1 for p, r in zip(predictions, references) if p == r)
-            return {"f1": float(correct / len(predictions))}
-        if average == "macro":
-            labels = sorted(set(predictions) | set(references))
-            scores = [_f1_for(label, predictions, references) for label in labels]
-            return {"f1": float(sum(scores) / len(scores))}
-        raise ValueError(f"average must be 'binary', 'macro' or 'micro', not {average!r}")
+            # The F1 of class pos_label, one against the rest (whatever the other labels are).
+            value = f1_score(references, predictions, labels=[pos_label], average="macro", zero_division=0)
+        elif average in ("macro", "micro"):
+            value = f1_score(references, predictions, average=average, zero_division=0)
+        else:
+            raise ValueError(f"average must be 'binary', 'macro' or 'micro', not {average!r}")
+        return {"f1": float(value)}

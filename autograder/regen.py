@@ -1,0 +1,158 @@
+"""``make regen``: bring every generated file of the repository up to date, in order.
+
+    python -m autograder.regen                  # regenerate what is out of date
+    python -m autograder.regen --check          # write nothing; exit 1 listing what is out of date
+    python -m autograder.regen --only handout   # one step (repeatable): release, handout, samples, checksums
+
+The steps, in the order in which they depend on each other:
+
+1. ``release``: ``assignments/week6`` from ``solutions/week6`` with nbgrader
+   (``autograder/release.py``);
+2. ``handout``: ``handouts/week6.html`` and ``handouts/grading_map.md``
+   (``handouts/build.py``);
+3. ``samples``: ``data/sample_submissions/`` from the release notebooks
+   (``data/sample_submissions/build.py``), which is why the release comes first;
+4. ``checksums``: every ``data/**/SHA256SUMS`` against the files it lists. The data
+   sets, tokenizer and checkpoints are rebuilt from upstream downloads or by
+   training (``data/*/build.py``, ``python -m week6_pretraining...``), not here: a
+   mismatch is reported in both modes and never "fixed" by rewriting the list.
+
+Steps 1-3 hand every file to one check-or-write helper
+(:func:`autograder.generated.update`); ``--check`` therefore writes nothing, and
+reports each file that differs, is missing, or should no longer exist. All steps
+run even when one finds something, so one run lists everything.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .generated import shown, update
+from .notebook import REPO
+
+DATA = REPO / "data"
+SAMPLES_BUILD = DATA / "sample_submissions" / "build.py"
+
+
+def _handout_build():
+    """``handouts/build.py`` as a module (the handout is not part of the installed package)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    return importlib.import_module("handouts.build")
+
+
+def _samples_build():
+    """``data/sample_submissions/build.py`` as a module, loaded once."""
+    name = "week6_sample_submissions_build"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, SAMPLES_BUILD)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+# ------------------------------------------------------------------------------ steps
+@dataclass
+class Found:
+    """What a step found: files out of date (rewritten unless checking), and what it cannot fix."""
+
+    stale: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _updated(files: dict[Path, bytes | None], check: bool) -> Found:
+    return Found(stale=[shown(path) for path, data in files.items() if update(path, data, check=check)])
+
+
+def release(check: bool) -> Found:
+    from . import release as release_module
+
+    try:
+        return Found(stale=[shown(path) for path in release_module.regenerate(check=check)])
+    except RuntimeError as err:  # nbgrader generate_assignment failed
+        return Found(errors=[f"autograder/release.py: {err}"])
+
+
+def handout(check: bool) -> Found:
+    build = _handout_build()
+    try:
+        files = build.outputs()
+    except build.BuildError as err:
+        return Found(errors=[f"handouts/build.py: {err}"])
+    return _updated(files, check)
+
+
+def samples(check: bool) -> Found:
+    return _updated(_samples_build().outputs(), check)
+
+
+def checksums(check: bool, root: Path = DATA) -> Found:
+    """Every file listed by a ``SHA256SUMS`` below ``root`` exists and has that digest
+    (``sha256sum -c``); the same in both modes, since rewriting a list fixes nothing."""
+    errors = []
+    for listing in sorted(Path(root).rglob("SHA256SUMS")):
+        for number, line in enumerate(listing.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            digest, separator, name = line.partition("  ")
+            path = listing.parent / name
+            if not separator or len(digest) != 64:
+                errors.append(f"{shown(listing)}:{number}: not a sha256sum line: {line!r}")
+            elif not path.is_file():
+                errors.append(f"{shown(path)}: listed in {shown(listing)} but missing")
+            elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                errors.append(f"{shown(path)}: does not match {shown(listing)}")
+    return Found(errors=errors)
+
+
+STEPS: dict[str, Callable[[bool], Found]] = {
+    "release": release,
+    "handout": handout,
+    "samples": samples,
+    "checksums": checksums,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.regen", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 listing what is out of date")
+    parser.add_argument("--only", action="append", choices=list(STEPS), metavar="STEP",
+                        help=f"run only this step (repeatable): {', '.join(STEPS)}")
+    args = parser.parse_args(argv)
+    stale: list[str] = []
+    errors: list[str] = []
+    for name, step in STEPS.items():
+        if args.only and name not in args.only:
+            continue
+        print(f"== {name}", flush=True)
+        found = step(args.check)
+        for error in found.errors:
+            print(f"error: {error}")
+        stale += found.stale
+        errors += found.errors
+        sys.stdout.flush()
+    if args.check and stale:
+        print(f"\n{len(stale)} file(s) out of date (run `make regen`):")
+        print("\n".join(f"  {path}" for path in stale))
+    if errors:
+        print(f"\n{len(errors)} problem(s) that regenerating does not fix:")
+        print("\n".join(f"  {error}" for error in errors))
+    if errors or (args.check and stale):
+        return 1
+    if args.check:
+        print("\nAll generated files are up to date.")
+    else:
+        print(f"\nAll generated files are up to date ({len(stale)} written or removed).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
