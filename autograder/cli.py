@@ -2,6 +2,8 @@
 
     python -m autograder grade [PATH ...] [--out DIR] [--jobs N] [--device auto|cpu|cuda] [--student NAME]
                                [--shard I/N | --shards N --shard-from-env VAR] [--force] [--format gradescope]
+                               [--timeout-notebook S] [--timeout-cell S] [--timeout-call S]
+                               [--timeout-hung-call S] [--timeout-worker-start S]
     python -m autograder merge DIR ... [--out DIR] [--nbgrader [--course-root DIR]]
     python -m autograder check NOTEBOOK
 
@@ -18,7 +20,8 @@ again. ``--shard I/N`` grades only shard I (from 0) of N of the stable order of
 (student, notebook), for job arrays; shards may share an output folder, write no
 class table, and ``merge`` builds it from their reports. ``--format gradescope``
 also writes each report as Gradescope's ``results.json``, in
-``DIR/<student>/gradescope/<notebook stem>.json``.
+``DIR/<student>/gradescope/<notebook stem>.json``. The device, the timeouts and the
+paths become one ``GradingConfig`` (``autograder.config``), built here once per run.
 
 Exit status (``grade``): 0 every submission assigned to this run has a report,
 whatever the scores; 2 some could not be graded because of the grader or the
@@ -37,19 +40,27 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from .device import DEVICES, DeviceUnavailable, resolve_device
+from .config import GradingConfig
+from .device import DEVICES, DeviceUnavailable
 from .intake import ConfigurationError, IntakeError, Submission, collect, read_regular_file
 from .notebook import REPO
 from .report import print_table, problem_report, read_report, write_gradescope, write_report, write_table
-from .runner import DEFAULT_HIDDEN, grade_in_subprocess
+from .runner import grade_in_subprocess
 from .version import SCHEMA_VERSION, __version__, suite_hash, up_to_date_report
 
 SAMPLES = REPO / "data" / "sample_submissions"
 EXIT_OK, EXIT_RETRY, EXIT_CONFIGURATION = 0, 2, 3
 
 
-def grade(paths: list[Path], out: Path, jobs: int, device: str, student: str | None = None, *,
+def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str | None = None, *,
           shard: tuple[int, int] = (0, 1), force: bool = False, formats: tuple[str, ...] = ()) -> int:
+    """Grade ``paths`` (default: the samples) as ``config`` says, into ``config.out``.
+
+    ``config.hidden_paths`` must cover ``paths`` and ``config.out`` (``grading_config``
+    does): no student reads another's notebook or report."""
+    out, device = config.out, config.device
+    if out is None:
+        raise ConfigurationError("grading from the command line needs an output folder (GradingConfig.out)")
     index, count = shard
     everything = sorted(collect(paths or [SAMPLES], student=student), key=lambda s: (s.student, s.key))
     mine = everything[index::count]
@@ -90,12 +101,9 @@ def grade(paths: list[Path], out: Path, jobs: int, device: str, student: str | N
           + (f"; {sum(1 for s in mine if s.problem)} file(s) not graded, see their reports"
              if any(s.problem for s in mine) else "") + "...", flush=True)
     started = time.perf_counter()
-    # The sandbox hides every submission folder given and the output folder, on top
-    # of the repository: no student reads another's notebook or report.
-    hidden = DEFAULT_HIDDEN + [str(p.resolve()) for p in paths] + [str(out.resolve())]
 
     def one(sub: Submission) -> dict:
-        return grade_in_subprocess(sub.path, student=sub.student, device=device, hidden=hidden)
+        return grade_in_subprocess(sub.path, student=sub.student, config=config)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, _Progress(len(todo)) as progress:
         futures = {pool.submit(one, sub): (sub, digest) for sub, digest in todo}
@@ -251,6 +259,17 @@ def build_parser() -> argparse.ArgumentParser:
     grade_parser.add_argument("--force", action="store_true", help="grade again notebooks whose report is up to date")
     grade_parser.add_argument("--format", action="append", choices=("gradescope",), default=[],
                               help="also write each report in this format")
+    # The timeouts of the run, each a field of GradingConfig (dest) with its default;
+    # docs/threat-model.md's limits table names them, and its test checks it.
+    timeouts = grade_parser.add_argument_group("timeouts (seconds)")
+    for option, field, what in (
+            ("--timeout-notebook", "timeout_notebook", "one notebook's whole grading process"),
+            ("--timeout-cell", "timeout_cell", "running one solution cell"),
+            ("--timeout-call", "timeout_call", "one call of a student function"),
+            ("--timeout-hung-call", "timeout_hung_call", "each later call of an item that timed out once"),
+            ("--timeout-worker-start", "timeout_worker_start", "starting a sandboxed worker")):
+        timeouts.add_argument(option, dest=field, type=float, metavar="S", default=getattr(GradingConfig, field),
+                              help=f"{what} (default %(default)g)")
     merge_parser = commands.add_parser("merge", help="build grades.csv from the reports of sharded runs")
     merge_parser.add_argument("folders", nargs="+", type=Path)
     merge_parser.add_argument("--out", type=Path, help="where grades.csv goes (default: the first folder)")
@@ -280,12 +299,24 @@ def _shard_of(args: argparse.Namespace) -> tuple[int, int]:
         raise ConfigurationError(str(err)) from None
 
 
+def grading_config(args: argparse.Namespace) -> GradingConfig:
+    """The run's config from ``grade``'s options; the device is resolved here, once:
+    every job grades on it and each report records it. The sandbox hides every
+    submission path given and the output folder, on top of the repository."""
+    return GradingConfig.build(
+        device=args.device, out=args.out,
+        timeout_notebook=args.timeout_notebook, timeout_cell=args.timeout_cell, timeout_call=args.timeout_call,
+        timeout_hung_call=args.timeout_hung_call, timeout_worker_start=args.timeout_worker_start,
+        hidden_paths=(*GradingConfig.hidden_paths, *(str(p.resolve()) for p in args.paths),
+                      str(args.out.resolve())),
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "grade":
-            # Decided once, here: every job grades on it and each report records it.
-            return grade(args.paths, args.out, args.jobs, resolve_device(args.device), args.student,
+            return grade(args.paths, grading_config(args), args.jobs, args.student,
                          shard=_shard_of(args), force=args.force, formats=tuple(args.format))
         if args.command == "merge":
             return merge(args.folders, args.out, args.nbgrader, args.course_root)

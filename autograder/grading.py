@@ -12,20 +12,17 @@ The flow for one notebook:
 4. A pytest plugin turns each test's outcome into a status, points and a
    message, never showing hidden-test code.
 
-The CLI grades each submission in a process of its own (``autograder.runner``,
-forked from a server that has imported all this once), so that a submission
-that breaks the grading process itself costs only that submission.
-``python -m autograder.grading NOTEBOOK --out FILE.json`` does the same for one
-notebook from a shell.
+The CLI and nbgrader grade each submission in a process of its own
+(``autograder.runner``, forked from a server that has imported all this once), so
+that a submission that breaks the grading process itself costs only that
+submission. The timeouts, limits, device and hidden paths come from the run's
+:class:`~autograder.config.GradingConfig`.
 """
 from __future__ import annotations
 
-import argparse
 import importlib
-import json
 import logging
 import re
-import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -35,7 +32,7 @@ from typing import Any
 import pytest
 
 from . import forbidden
-from .device import resolve_device
+from .config import GradingConfig
 from .notebook import REPO, GradingPlan, UnreadableNotebook, plan_grading, read_notebook, test_cell_points
 from .report import bounded, clip
 from .suite import CellFailed, Forbidden, GradingFailure, Missing, active_session
@@ -43,14 +40,6 @@ from .suite import CellFailed, Forbidden, GradingFailure, Missing, active_sessio
 HIDDEN_DIR = Path(__file__).resolve().parent / "hidden"
 log = logging.getLogger("autograder")
 
-# Seconds of wall clock for executing one solution cell and for one call. The
-# hidden tests' calls take well under a second on a laptop CPU; an item that has
-# hung once gets HUNG_TIMEOUT for its later tests, so one infinite loop costs a
-# submission seconds, not minutes.
-CELL_TIMEOUT = 30.0
-CALL_TIMEOUT = 20.0
-HUNG_TIMEOUT = 5.0
-MAX_RESTARTS = 6
 # Trusted code the worker imports before any student cell: the item probes and
 # fixtures of the hidden suites, and the forbidden-shortcut tripwires.
 PROBE_MODULES = [
@@ -108,13 +97,12 @@ def _import_in_background(modules: list[str]) -> None:
 class GradingSession:
     """The sandboxed worker of one submission, and what went wrong in it."""
 
-    def __init__(self, plan: GradingPlan | None, *, device: str = "cpu", fatal: str | None = None,
-                 hidden_paths: list[str] | None = None, warm: list[str] | None = None):
+    def __init__(self, plan: GradingPlan | None, config: GradingConfig, *, fatal: str | None = None,
+                 warm: list[str] | None = None):
         self.plan = plan
+        self.config = config
         self.warm = list(warm or [])
-        self.device = device
         self.fatal = fatal  # set when the notebook cannot be graded at all
-        self.hidden_paths = hidden_paths or []
         self.cell_errors: dict[str, str] = {}
         self.worker = None
         self.sandbox = "none"
@@ -129,8 +117,9 @@ class GradingSession:
 
         from .sandbox.launcher import Worker
 
+        config = self.config
         self.worker = Worker(
-            hidden_paths=self.hidden_paths,
+            hidden_paths=config.hidden_paths,
             # The sandbox sees only system folders and what is exposed here: the student
             # helpers (inside the hidden repository), the model cache and the shipped
             # data sets (not data/sample_submissions, which holds a full solution).
@@ -140,9 +129,12 @@ class GradingSession:
             env={"WEEK6_CACHE": str(cache_dir()), "WEEK6_DATA": str(REPO / "data")},
             preload=PROBE_MODULES + self.warm,
             threads=1,
+            limits=config.resource_limits(),
+            timeout=config.timeout_call,
+            start_timeout=config.timeout_worker_start,
             # The GPU's device nodes only when grading runs on CUDA: --device cpu on a GPU
             # machine must not hand student code the GPU.
-            gpu=self.device == "cuda",
+            gpu=config.device == "cuda",
         )
         self.sandbox = self.worker.sandbox
         for cell in self.plan.cells:
@@ -152,7 +144,8 @@ class GradingSession:
         from .sandbox.errors import SandboxError
 
         try:
-            result = self.worker.exec_cell(cell.source, cell_id=cell.grade_id, timeout=CELL_TIMEOUT)
+            result = self.worker.exec_cell(cell.source, cell_id=cell.grade_id,
+                                           timeout=self.config.timeout_cell)
             if not result.ok:
                 self.cell_errors[cell.grade_id] = f"{result.error.type_name}: {result.error.message}"
         except SandboxError as err:
@@ -164,7 +157,7 @@ class GradingSession:
 
     def _restart(self) -> None:
         self.restarts += 1
-        if self.restarts > MAX_RESTARTS:
+        if self.restarts > self.config.max_restarts:
             self.fatal = "grading stopped: the submission crashed or hung the sandbox too many times"
             return
         self.worker.restart()
@@ -187,8 +180,9 @@ class GradingSession:
             raise Forbidden(forbidden.message(solution, used))
 
     def _timeout(self, solution: str, requested: float | None) -> float:
-        timeout = requested or CALL_TIMEOUT
-        return min(timeout, HUNG_TIMEOUT) if solution in self.hung else timeout
+        """A call's timeout: the test's own or the config's; an item that has hung before gets less."""
+        timeout = requested or self.config.timeout_call
+        return min(timeout, self.config.timeout_hung_call) if solution in self.hung else timeout
 
     def _guarded(self, solution: str, action):
         from .sandbox.errors import ProtocolError, WorkerCrashed, WorkerTimeout
@@ -331,11 +325,10 @@ def run_hidden_suite(stem: str, session: GradingSession, *, device: str) -> list
 
 
 # --------------------------------------------------------------------------- one notebook
-def grade_notebook(path: Path, *, student: str, device: str = "auto",
-                   hidden_paths: list[str] | None = None) -> dict:
-    """Grade one notebook and return its report (see README for the schema)."""
+def grade_notebook(path: Path, *, student: str, config: GradingConfig) -> dict:
+    """Grade one notebook as ``config`` says and return its report (see README for the schema)."""
     started = time.perf_counter()
-    device = resolve_device(device)
+    device = config.device
     stem = Path(path).stem
     warnings: list[str] = []
     plan, fatal = None, None
@@ -347,7 +340,7 @@ def grade_notebook(path: Path, *, student: str, device: str = "auto",
 
     warm = warm_modules(stem) if plan is not None else []
     _import_in_background(warm)
-    session = GradingSession(plan, device=device, fatal=fatal, hidden_paths=hidden_paths, warm=warm)
+    session = GradingSession(plan, config, fatal=fatal, warm=warm)
     try:
         try:
             session.start()
@@ -373,25 +366,3 @@ def grade_notebook(path: Path, *, student: str, device: str = "auto",
         "tests": [asdict(r) for r in results],
         "warnings": warnings + ([fatal] if fatal else []),
     })
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.grading")
-    parser.add_argument("notebook", type=Path)
-    parser.add_argument("--student", required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--hide", action="append", default=[], help="path hidden from the sandbox")
-    args = parser.parse_args(argv)
-    import torch
-
-    # The CLI runs one grading process per job and core: more threads only contend.
-    torch.set_num_threads(1)
-    report = grade_notebook(args.notebook, student=args.student, device=args.device, hidden_paths=args.hide)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -27,6 +27,11 @@ array, say) is not graded again: its report in ``DIR/<student>/<stem>.json`` is
 used, provided it was made from the very bytes of ``submitted/<student>/week6/
 <stem>.ipynb`` by this grader (same ``submission_sha256`` and ``suite_hash``).
 Otherwise the notebook is graded as usual.
+
+The device and the timeouts are traitlets of :class:`SandboxedGrading`
+(``c.SandboxedGrading.timeout_call = 30`` in ``nbgrader_config.py``, or
+``--SandboxedGrading.timeout_call=30``), made into one ``GradingConfig`` the first
+time a notebook is graded; docs/threat-model.md's limits table lists them.
 """
 from __future__ import annotations
 
@@ -43,9 +48,10 @@ from traitlets import Float, Unicode
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
 
-from .intake import IntakeError, read_regular_file
+from .config import GradingConfig
+from .intake import ConfigurationError, IntakeError, read_regular_file
 from .notebook import ASSIGNMENT, cell_points, is_test_cell
-from .runner import DEFAULT_HIDDEN, JOB_TIMEOUT, grade_in_subprocess
+from .runner import grade_in_subprocess
 from .version import up_to_date_report
 
 
@@ -108,10 +114,35 @@ def cell_outputs(tests: list[dict], earned: float, max_points: float, not_graded
 class SandboxedGrading(NbGraderPreprocessor):
     """Grade the notebook with the sandboxed autograder and record per-cell scores."""
 
+    # Each becomes the GradingConfig field of the same name (``timeout``: timeout_notebook)
+    # and defaults to that field's default.
     device = Unicode("auto", help="'auto', 'cpu' or 'cuda'").tag(config=True)
-    timeout = Float(JOB_TIMEOUT, help="seconds allowed for one notebook").tag(config=True)
+    timeout = Float(GradingConfig.timeout_notebook, help="seconds allowed for one notebook").tag(config=True)
+    timeout_cell = Float(GradingConfig.timeout_cell, help="seconds allowed for running one solution cell"
+                         ).tag(config=True)
+    timeout_call = Float(GradingConfig.timeout_call, help="seconds allowed for one call of a student function"
+                         ).tag(config=True)
+    timeout_hung_call = Float(GradingConfig.timeout_hung_call, help="seconds allowed for each later call of "
+                              "an item that timed out once").tag(config=True)
+    timeout_worker_start = Float(GradingConfig.timeout_worker_start, help="seconds allowed for starting a "
+                                 "sandboxed worker").tag(config=True)
     reports = Unicode("", help="folder of reports of `python -m autograder grade`, used instead of "
                                "grading a notebook again where they are up to date").tag(config=True)
+
+    _config: GradingConfig | None = None
+
+    def grading_config(self) -> GradingConfig:
+        """The run's config from the traitlets, built (and the device resolved) once."""
+        if self._config is None:
+            try:
+                self._config = GradingConfig.build(
+                    device=self.device, timeout_notebook=self.timeout, timeout_cell=self.timeout_cell,
+                    timeout_call=self.timeout_call, timeout_hung_call=self.timeout_hung_call,
+                    timeout_worker_start=self.timeout_worker_start)
+            except ConfigurationError as err:
+                raise ConfigurationError(f"SandboxedGrading (nbgrader_config.py or --SandboxedGrading.*): {err}"
+                                         ) from None
+        return self._config
 
     def preprocess(self, nb, resources):
         stem = resources.get("unique_key") or resources["metadata"]["name"]
@@ -125,8 +156,8 @@ class SandboxedGrading(NbGraderPreprocessor):
             with tempfile.TemporaryDirectory(prefix="autograde-") as scratch:
                 path = Path(scratch) / f"{stem}.ipynb"
                 nbformat.write(nb, path)
-                report = grade_in_subprocess(path, student=student, device=self.device,
-                                             hidden=DEFAULT_HIDDEN + [course_root, scratch], timeout=self.timeout)
+                report = grade_in_subprocess(path, student=student,
+                                             config=self.grading_config().hiding(course_root, scratch))
         for warning in report.get("warnings", []):
             self.log.warning("%s/%s: %s", student, stem, warning)
         if report.get("sandbox") == "degraded":

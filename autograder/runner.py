@@ -24,15 +24,11 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .config import GradingConfig
 from .intake import IntakeError
 from .notebook import REPO
 from .report import problem_report, read_report
 
-# The sandbox hides the whole repository (solutions, hidden suites, reference
-# implementations, git history, sample submissions, outputs) and exposes back
-# only what student code may import.
-DEFAULT_HIDDEN = [str(REPO)]
-JOB_TIMEOUT = 900.0
 # Imported once by the fork server: torch, pytest, the grader, the transformers
 # modules of the suites' fixtures and every reference module (see preload.py).
 PRELOAD = ["autograder.preload"]
@@ -96,7 +92,7 @@ def run_forked(target: Callable, args: Sequence, *, timeout: float, log_path: Pa
     return None if timed_out else status
 
 
-def _grade_job(notebook: str, student: str, device: str, hidden: list[str], out: str) -> None:
+def _grade_job(notebook: str, student: str, config: GradingConfig, out: str) -> None:
     import resource
 
     import torch
@@ -105,20 +101,19 @@ def _grade_job(notebook: str, student: str, device: str, hidden: list[str], out:
 
     # One grading process per job and core: more threads only contend.
     torch.set_num_threads(1)
-    report = grade_notebook(Path(notebook), student=student, device=device, hidden_paths=hidden)
+    report = grade_notebook(Path(notebook), student=student, config=config)
     # What grading this notebook cost the trusted process (the sandboxed worker and
     # its children excluded): the threat model bounds it, and the tests check it.
     report["grader_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     Path(out).write_text(json.dumps(report, indent=2) + "\n")
 
 
-def grade_in_subprocess(notebook: Path, *, student: str, device: str = "auto",
-                        hidden: list[str] | None = None, timeout: float = JOB_TIMEOUT) -> dict:
-    """Grade ``notebook`` in a process of its own and return its report."""
+def grade_in_subprocess(notebook: Path, *, student: str, config: GradingConfig) -> dict:
+    """Grade ``notebook`` in a process of its own, within ``config.timeout_notebook``, and return its report."""
+    timeout, device = config.timeout_notebook, config.device
     with tempfile.TemporaryDirectory(prefix="autograder-job-") as scratch:
         out, log = Path(scratch) / "report.json", Path(scratch) / "log.txt"
-        hidden = list(hidden if hidden is not None else DEFAULT_HIDDEN)
-        status = run_forked(_grade_job, (str(Path(notebook).resolve()), student, device, hidden, str(out)),
+        status = run_forked(_grade_job, (str(Path(notebook).resolve()), student, config, str(out)),
                             timeout=timeout, log_path=log)
         name = Path(notebook).name
         if status is None:

@@ -22,8 +22,6 @@ from typing import Any
 import pytest
 import torch
 
-DEVICES = ("cpu", "cuda")
-
 
 class GradingFailure(AssertionError):
     """A check failed; the message is shown to the student as is."""
@@ -60,9 +58,8 @@ def on_devices(test):
 
 
 # ----------------------------------------------------------------- the seam
-# The grading session of the suite that is running. It lives here, not in
-# autograder.grading, because that module also runs as ``__main__`` and would
-# then exist twice.
+# The grading session of the suite that is running (``autograder.grading``'s, or the
+# tests' in-process stand-in); the hidden suites reach it through ``Student``.
 _ACTIVE = None
 
 

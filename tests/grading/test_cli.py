@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from autograder import cli
+from autograder.config import GradingConfig
 from autograder.report import problem_report
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,12 +118,13 @@ def test_exit_status_says_whether_to_retry(tmp_path, monkeypatch):
         assert run("grade", "--device", "cuda").returncode == cli.EXIT_CONFIGURATION
     root = small_class(tmp_path / "submitted", ("alice_full_solution",))
 
-    def machine_failure(notebook, *, student, device, hidden):
+    def machine_failure(notebook, *, student, config):
         return problem_report(student, Path(notebook).name, "the grader process failed (exit -9)",
-                              device=device, outcome="failed")
+                              device=config.device, outcome="failed")
 
     monkeypatch.setattr(cli, "grade_in_subprocess", machine_failure)
     out = tmp_path / "grades"
-    assert cli.grade([root], out, 1, "cpu") == cli.EXIT_RETRY
+    config = GradingConfig(device="cpu", out=out)
+    assert cli.grade([root], config) == cli.EXIT_RETRY
     assert scores(out) == {f"alice_full_solution/{STEM}.ipynb": ("failed", "0.0", "0.0")}
-    assert cli.grade([root], out, 1, "cpu") == cli.EXIT_RETRY, "a failed notebook is never taken as done"
+    assert cli.grade([root], config) == cli.EXIT_RETRY, "a failed notebook is never taken as done"

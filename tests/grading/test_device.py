@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from autograder import grading
+from autograder.config import GradingConfig
 from autograder.notebook import GradingPlan
 from autograder.sandbox import isolation
 
@@ -19,7 +20,7 @@ def test_the_worker_gets_gpu_nodes_only_when_grading_on_cuda(monkeypatch, device
             seen.update(kwargs)
 
     monkeypatch.setattr("autograder.sandbox.launcher.Worker", FakeWorker)
-    session = grading.GradingSession(GradingPlan(stem="part_a_discovery", cells=[]), device=device)
+    session = grading.GradingSession(GradingPlan(stem="part_a_discovery", cells=[]), GradingConfig(device=device))
     session.start()
     assert seen["gpu"] is gpu
 

@@ -19,6 +19,7 @@ if str(REPO) not in sys.path:  # --import-mode=importlib does not add it
     sys.path.insert(0, str(REPO))
 
 from autograder import runner  # noqa: E402
+from autograder.config import GradingConfig  # noqa: E402
 from tests.grading import runner_jobs  # noqa: E402
 
 
@@ -74,9 +75,10 @@ def test_a_job_past_its_deadline_is_killed_with_everything_it_started(tmp_path):
 
 def test_a_failed_grading_process_becomes_a_report(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "run_forked", lambda *a, **k: None)
-    report = runner.grade_in_subprocess(tmp_path / "x.ipynb", student="eve", device="cpu", timeout=5)
+    report = runner.grade_in_subprocess(tmp_path / "x.ipynb", student="eve",
+                                        config=GradingConfig(device="cpu", timeout_notebook=5))
     assert report["score"] == 0 and report["sandbox"] == "none"
     assert "did not finish within 5 s" in report["warnings"][0]
     monkeypatch.setattr(runner, "run_forked", lambda *a, **k: 1)
-    report = runner.grade_in_subprocess(tmp_path / "x.ipynb", student="eve", device="cpu")
+    report = runner.grade_in_subprocess(tmp_path / "x.ipynb", student="eve", config=GradingConfig(device="cpu"))
     assert report["warnings"][0].startswith("the grader process failed (exit 1)")
