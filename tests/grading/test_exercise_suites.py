@@ -16,7 +16,6 @@ Suites run through ``autograder.grading.run_hidden_suite`` with an
 from __future__ import annotations
 
 import copy
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,9 +23,6 @@ import torch
 from torch import nn
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:  # --import-mode=importlib does not add it
-    sys.path.insert(0, str(REPO))
-
 from autograder.course import load_course  # noqa: E402
 from autograder.reference import exercises, scoring  # noqa: E402
 from autograder.sandbox import exercise_probes, item_probes  # noqa: E402,F401  (probes and fixtures of the suites)

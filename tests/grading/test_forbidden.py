@@ -3,15 +3,11 @@ points at a real library callable, and the static check tells a shortcut from a
 student's own function of the same name."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
 from autograder import notebook  # noqa: E402
 from autograder.forbidden import RULES, static_violations  # noqa: E402
 from autograder.sandbox.tripwires import _resolve  # noqa: E402

@@ -14,16 +14,12 @@ Suites run through ``autograder.grading.run_hidden_suite`` with an
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:  # --import-mode=importlib does not add it
-    sys.path.insert(0, str(REPO))
-
 from autograder.course import load_course  # noqa: E402
 from autograder.reference import arithmetic  # noqa: E402
 from autograder.sandbox import item_probes  # noqa: E402,F401  (the probes and fixtures of the suites)

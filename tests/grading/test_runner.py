@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -15,9 +14,6 @@ import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:  # --import-mode=importlib does not add it
-    sys.path.insert(0, str(REPO))
-
 from autograder import runner  # noqa: E402
 from autograder.config import GradingConfig  # noqa: E402
 from tests.grading import runner_jobs  # noqa: E402

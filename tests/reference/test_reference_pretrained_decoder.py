@@ -1,13 +1,10 @@
 """Optional: the decoding and loss references on the real pre-trained decoder.
 
-Skipped unless the course's loader ``week6_helpers.load_decoder`` (in
-solutions/week6) imports and loads its model. The tiny random models of the
+Skipped unless the course's loader ``week6_helpers.load_decoder`` (the course
+package, installed in the environment) imports and loads its model. The tiny random models of the
 other test files already pin the algorithms down; this file checks that nothing
 changes on a real checkpoint (SmolLM2-135M, a LlamaForCausalLM) and its tokenizer.
 """
-
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,15 +12,11 @@ import torch
 from autograder.reference.decoding import beam_search, greedy_decode
 from autograder.reference.losses import clm_loss
 
-HELPERS = Path(__file__).resolve().parents[2] / "solutions" / "week6"
-
 pytestmark = pytest.mark.slow  # loads a 135M-parameter model
 
 
 @pytest.fixture(scope="module")
 def real_decoder():
-    if str(HELPERS) not in sys.path:
-        sys.path.insert(0, str(HELPERS))
     try:
         from week6_helpers import load_decoder
     except ImportError as error:

@@ -6,16 +6,12 @@ with the reason, where it is not installed or cannot create namespaces.
 """
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:  # --import-mode=importlib does not add it
-    sys.path.insert(0, str(REPO_ROOT))
-
 from autograder.sandbox.isolation import bwrap_support  # noqa: E402
 from autograder.sandbox.launcher import Worker  # noqa: E402
 
