@@ -153,6 +153,17 @@ def text_of(element: Any) -> str:
     return element.get_attribute("textContent") or ""
 
 
+def http_get(url: str, timeout: float = 30) -> tuple[int, str]:
+    """(status, body) of a GET; status 0 while nothing listens yet."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as err:
+        return err.code, ""
+    except (urllib.error.URLError, OSError):
+        return 0, ""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -192,13 +203,13 @@ class JupyterServer:
         except psutil.Error:
             return []
 
+    def get(self, path: str) -> tuple[int, str]:
+        """(status, body) of a GET of ``path`` (with the token)."""
+        return http_get(self.page(path))
+
     def status_of(self, path: str) -> int:
         """The HTTP status of a GET of ``path`` (with the token)."""
-        try:
-            with urllib.request.urlopen(self.page(path), timeout=30) as response:
-                return response.status
-        except urllib.error.HTTPError as err:
-            return err.code
+        return self.get(path)[0]
 
     def log_in(self, driver: Any, path: str) -> None:
         """Open ``path`` through the server's login page, typing the token as a person would.
@@ -226,11 +237,7 @@ class JupyterServer:
     def _answers(self) -> bool:
         if self.process.poll() is not None:
             raise RuntimeError(f"the server exited with status {self.process.returncode}:\n{self.log_tail()}")
-        try:
-            with urllib.request.urlopen(self.page("api/status"), timeout=5) as response:
-                return response.status == 200
-        except (urllib.error.URLError, OSError):
-            return False
+        return http_get(self.page("api/status"), timeout=5)[0] == 200
 
     def wait_until_ready(self, seconds: float = 120) -> JupyterServer:
         try:

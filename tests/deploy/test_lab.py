@@ -4,17 +4,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from week6_helpers import lab
+
+from .browser import JupyterServer, free_port, http_get
 
 
 def test_root_gets_allow_root_and_a_user_does_not(monkeypatch, tmp_path):
@@ -35,52 +33,25 @@ def test_a_missing_folder_is_a_clear_error(tmp_path, capsys):
     assert "is not a folder" in capsys.readouterr().err
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, ""
-    except (urllib.error.URLError, ConnectionError):
-        return 0, ""  # not listening yet
-
-
 @pytest.mark.slow
 def test_lab_starts_here_with_a_students_view(tmp_path):
     """As whoever runs the tests (root in CI): it starts, and shows no instructor tools."""
     (tmp_path / "notes.ipynb").write_text(json.dumps(
         {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    port, token = _free_port(), "week6-test"
-    log = tmp_path / "lab.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "week6_helpers.lab", str(tmp_path), "--no-browser", f"--port={port}",
-             f"--IdentityProvider.token={token}", "--ServerApp.open_browser=False"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    server = JupyterServer([sys.executable, "-m", "week6_helpers.lab", str(tmp_path)],
+                           cwd=tmp_path, env=dict(os.environ), log=tmp_path / "lab.log")
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and _get(f"{base}/api/status?token={token}")[0] != 200:
-            assert server.poll() is None, f"JupyterLab exited:\n{log.read_text()[-3000:]}"
-            time.sleep(0.5)
-        assert _get(f"{base}/api/status?token={token}")[0] == 200, log.read_text()[-3000:]
-        status, page = _get(f"{base}/lab?token={token}")
+        server.wait_until_ready(90)
+        status, page = server.get("lab")
         assert status == 200
         disabled = json.loads(re.search(r'"disabledExtensions": (\[[^\]]*\])', page).group(1))
         assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
                 "@jupyter/nbgrader:course-list"} <= set(disabled)
         assert "@jupyter/nbgrader:validate-assignment" not in disabled
-        assert _get(f"{base}/formgrader?token={token}")[0] == 404
-        assert "not a subdirectory of the notebook server root" not in log.read_text()
+        assert server.status_of("formgrader") == 404
+        assert "not a subdirectory of the notebook server root" not in server.log_tail(10**6)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        server.stop()
 
 
 @pytest.mark.slow
@@ -110,7 +81,7 @@ def test_lab_starts_for_an_unprivileged_user(tmp_path):
         repo = Path(__file__).resolve().parents[2]
         needed = {os.path.realpath(p): True for p in (sys.base_prefix, sys.prefix, repo)}
         runner = Runner(needed, {"PATH": f"{Path(sys.executable).parent}:{SYSTEM_PATH}", "LANG": "C.UTF-8"})
-        port, token = _free_port(), "week6-user"
+        port, token = free_port(), "week6-user"
         finished = {}
         command = ["timeout", "60", sys.executable, "-m", "week6_helpers.lab", str(folder), "--no-browser",
                    f"--port={port}", f"--IdentityProvider.token={token}"]
@@ -119,10 +90,10 @@ def test_lab_starts_for_an_unprivileged_user(tmp_path):
         thread.start()
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 40
-        while time.monotonic() < deadline and _get(f"{base}/api/status?token={token}")[0] != 200:
+        while time.monotonic() < deadline and http_get(f"{base}/api/status?token={token}", timeout=5)[0] != 200:
             time.sleep(0.5)
-        served = _get(f"{base}/api/status?token={token}")[0]
-        formgrader = _get(f"{base}/formgrader?token={token}")[0]
+        served = http_get(f"{base}/api/status?token={token}", timeout=5)[0]
+        formgrader = http_get(f"{base}/formgrader?token={token}", timeout=5)[0]
         subprocess.run(["pkill", "-TERM", "-u", user.name], check=False)  # done: stop the server
         thread.join()
         log = finished["result"].stdout + finished["result"].stderr
