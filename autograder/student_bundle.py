@@ -122,8 +122,7 @@ def build_wheel(into: Path) -> Path:
 
 
 def write_environment_files(folder: Path) -> None:
-    pins = student_requirements()
-    torch = [p for p in pins if _name(p) == "torch"]
+    pins = student_requirements()  # torch first, as in pyproject.toml
     (folder / "requirements.txt").write_text(
         "# pip install -r requirements.txt -c constraints.txt   (torch first: see README.md)\n"
         + "\n".join(pins) + "\n")
@@ -137,7 +136,7 @@ def write_environment_files(folder: Path) -> None:
     conda = ["# conda env create -f environment.yml && conda activate week6",
              "# then: pip install --no-deps -r requirements-no-deps.txt   (see README.md)",
              "name: week6", "channels:", "  - conda-forge", "dependencies:", "  - python=3.11", "  - pip",
-             "  - pip:", *(f"      - {p}" for p in torch + [p for p in pins if p not in torch])]
+             "  - pip:", *(f"      - {p}" for p in pins)]
     (folder / "environment.yml").write_text("\n".join(conda) + "\n")
 
 
