@@ -33,6 +33,7 @@ worker.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import sys
@@ -44,7 +45,7 @@ from .config import GradingConfig
 from .device import DEVICES, DeviceUnavailable
 from .intake import ConfigurationError, IntakeError, Submission, collect, read_regular_file
 from .notebook import REPO
-from .report import print_table, problem_report, read_report, write_gradescope, write_report, write_table
+from .report import Report, print_table, read_report, write_gradescope, write_report, write_table
 from .runner import grade_in_subprocess
 from .version import SCHEMA_VERSION, __version__, suite_hash, up_to_date_report
 
@@ -70,9 +71,10 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
     stamp = {"schema_version": SCHEMA_VERSION, "grader_version": __version__, "suite_hash": suite_hash(),
              "device": device}
 
-    def record(sub: Submission, report: dict, digest: str | None) -> dict:
+    def record(sub: Submission, report: Report, digest: str | None) -> Report:
         """Name the report after the intake's student and file, stamp what graded it, write it at once."""
-        report.update(stamp, student=sub.student, notebook=sub.name, submission_sha256=digest)
+        report = dataclasses.replace(report, **stamp, student=sub.student, notebook=sub.name,
+                                     submission_sha256=digest)
         write_report(out, sub.student, sub.key, report)
         if "gradescope" in formats:
             write_gradescope(out, sub.student, sub.key, report)
@@ -81,12 +83,12 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
     reports, todo = [], []
     for sub in mine:
         if sub.problem is not None:
-            reports.append(record(sub, problem_report(sub.student, sub.name, sub.problem, device=device), None))
+            reports.append(record(sub, Report.problem(sub.student, sub.name, sub.problem, device=device), None))
             continue
         try:
             digest = hashlib.sha256(read_regular_file(sub.path)).hexdigest()
         except IntakeError as err:  # changed since intake looked at it
-            reports.append(record(sub, problem_report(sub.student, sub.name, str(err), device=device), None))
+            reports.append(record(sub, Report.problem(sub.student, sub.name, str(err), device=device), None))
             continue
         done = None if force else up_to_date_report(out / sub.student / f"{sub.key}.json", digest, **stamp)
         if done is not None:
@@ -102,7 +104,7 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
              if any(s.problem for s in mine) else "") + "...", flush=True)
     started = time.perf_counter()
 
-    def one(sub: Submission) -> dict:
+    def one(sub: Submission) -> Report:
         return grade_in_subprocess(sub.path, student=sub.student, config=config)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, _Progress(len(todo)) as progress:
@@ -120,10 +122,10 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
         where = f"class table {table}"
     else:
         where = f"shard {index}/{count}; build the class table with: python -m autograder merge {out}"
-    if any(r["sandbox"] == "degraded" for r in reports):
+    if any(r.sandbox == "degraded" for r in reports):
         print("warning: bubblewrap is unavailable; student code ran with process isolation and limits only "
               "(install the Debian package 'bubblewrap' for the full sandbox)", file=sys.stderr)
-    failed = [r for r in reports if r.get("outcome") == "failed"]
+    failed = [r for r in reports if r.outcome == "failed"]
     print(f"\n{len(reports)} report(s) in {out}/, {where} ({time.perf_counter() - started:.1f} s)")
     if failed:
         print(f"{len(failed)} notebook(s) could not be graded because of the grader or the machine; "
@@ -143,15 +145,15 @@ class _Progress:
 
             self.bar = tqdm(total=total, unit="notebook", file=sys.stderr, dynamic_ncols=True)
 
-    def done(self, sub: Submission, report: dict) -> None:
+    def done(self, sub: Submission, report: Report) -> None:
         self.count += 1
-        self.failures += report.get("outcome") == "failed"
+        self.failures += report.outcome == "failed"
         if self.bar is not None:
             self.bar.set_postfix_str(f"failed {self.failures}", refresh=False)
             self.bar.update()
         else:
-            print(f"[{self.count}/{self.total}] {sub.student}/{sub.name}: {report['score']:g}/{report['max_score']:g}"
-                  + (" (could not be graded)" if report.get("outcome") == "failed" else ""), flush=True)
+            print(f"[{self.count}/{self.total}] {sub.student}/{sub.name}: {report.score:g}/{report.max_score:g}"
+                  + (" (could not be graded)" if report.outcome == "failed" else ""), flush=True)
 
     def __enter__(self) -> _Progress:
         return self
@@ -172,7 +174,7 @@ def merge(folders: list[Path], out: Path | None = None, nbgrader: bool = False,
     ``course_root`` names another course root (and its ``gradebook.db``) for nbgrader."""
     if nbgrader and len(folders) != 1:
         raise ConfigurationError("--nbgrader takes the one folder that the shards wrote their reports into")
-    reports: dict[tuple[str, str], dict] = {}
+    reports: dict[tuple[str, str], Report] = {}
     for folder in folders:
         if not folder.is_dir():
             raise ConfigurationError(f"{folder} is not a folder of reports")
@@ -195,7 +197,7 @@ def merge(folders: list[Path], out: Path | None = None, nbgrader: bool = False,
     print(f"\n{len(reports)} report(s) from {len(folders)} folder(s), class table {table}")
     if nbgrader and _import_into_nbgrader(folders[0], course_root) != 0:
         return EXIT_RETRY
-    return EXIT_RETRY if any(r.get("outcome") == "failed" for r in reports.values()) else EXIT_OK
+    return EXIT_RETRY if any(r.outcome == "failed" for r in reports.values()) else EXIT_OK
 
 
 def _import_into_nbgrader(folder: Path, course_root: Path | None) -> int:

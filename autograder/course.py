@@ -23,7 +23,7 @@ without its test cell is a :class:`CourseError` that says what to fix.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -34,6 +34,7 @@ from .notebook import (
     SOURCE_DIR,
     _nbgrader,
     cell_points,
+    cell_source,
     is_setup,
     is_solution_code,
     is_test_cell,
@@ -80,6 +81,7 @@ class Item:
     index: int           # the cell's position in the source notebook
     test: str | None = None      # a solution cell: the grade_id of its visible-test cell
     solution: str | None = None  # a test cell: the grade_id of the solution cell it grades
+    source: str = field(default="", repr=False, compare=False)  # the instructor's cell (a setup cell's code)
 
     @property
     def graded(self) -> bool:
@@ -229,7 +231,7 @@ def read_notebook_items(stem: str, path: Path) -> tuple[Item, ...]:
         notebook = nbformat.read(path, as_version=4)
     except Exception as err:  # nbformat raises several unrelated types for bad files
         raise CourseError(f"{where} is not a readable notebook: {err}") from err
-    found: list[tuple[int, str, str, float]] = []  # (index, grade_id, kind, points)
+    found: list[tuple[int, str, str, float, str]] = []  # (index, grade_id, kind, points, source)
     for index, cell in enumerate(notebook.cells):
         why = metadata_problem(cell)
         if why is not None:
@@ -245,17 +247,17 @@ def read_notebook_items(stem: str, path: Path) -> tuple[Item, ...]:
         grade_id, points = cell_points(cell)
         if not grade_id:
             raise CourseError(f"{where}, cell {index + 1}: a {kind} cell without a grade_id")
-        found.append((index, grade_id, kind, points if kind in GRADED_KINDS else 0.0))
+        found.append((index, grade_id, kind, points if kind in GRADED_KINDS else 0.0, cell_source(cell)))
 
     seen: dict[str, int] = {}
-    for index, grade_id, _, _ in found:
+    for index, grade_id, *_ in found:
         if grade_id in seen:
             raise CourseError(f"{where}: cells {seen[grade_id] + 1} and {index + 1} share the grade_id "
                               f"{grade_id!r}; every grade_id must be unique")
         seen[grade_id] = index
-    kinds = {grade_id: kind for _, grade_id, kind, _ in found}
+    kinds = {grade_id: kind for _, grade_id, kind, *_ in found}
     items = []
-    for index, grade_id, kind, points in found:
+    for index, grade_id, kind, points, source in found:
         test = solution = None
         if kind == SOLUTION:
             test = TEST_PREFIX + grade_id
@@ -267,7 +269,7 @@ def read_notebook_items(stem: str, path: Path) -> tuple[Item, ...]:
             if not grade_id.startswith(TEST_PREFIX) or kinds.get(solution) != SOLUTION:
                 raise CourseError(f"{where}: the visible-test cell {grade_id!r} is not named test_<solution> "
                                   "after a solution cell of the notebook (docs/authoring.md)")
-        items.append(Item(stem, grade_id, kind, float(points), index, test=test, solution=solution))
+        items.append(Item(stem, grade_id, kind, float(points), index, test=test, solution=solution, source=source))
     return tuple(items)
 
 

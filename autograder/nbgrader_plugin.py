@@ -51,6 +51,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
 from .config import GradingConfig
 from .intake import ConfigurationError, IntakeError, read_regular_file
 from .notebook import ASSIGNMENT, cell_points, is_test_cell
+from .report import Report, TestResult
 from .runner import grade_in_subprocess
 from .version import up_to_date_report
 
@@ -73,20 +74,20 @@ def _points(earned: float, max_points: float) -> str:
     return f"{earned:g} of {max_points:g} point" + ("" if max_points == 1 else "s")
 
 
-def feedback_lines(tests: list[dict]) -> list[str]:
+def feedback_lines(tests: list[TestResult]) -> list[str]:
     """One entry per hidden test: status, points and name, then its message indented and
     wrapped (the formgrader and the feedback show outputs in a fixed-width box)."""
     lines = []
     for test in tests:
-        line = f"{test['status'].upper():9} {test['points']:g}/{test['max_points']:g}  {_clean(test['test'])}"
-        for paragraph in _clean(test["message"]).splitlines():
+        line = f"{test.status.upper():9} {test.points:g}/{test.max_points:g}  {_clean(test.test)}"
+        for paragraph in _clean(test.message).splitlines():
             line += "\n" + textwrap.fill(paragraph, WRAP, initial_indent=INDENT, subsequent_indent=INDENT,
                                          break_long_words=False, break_on_hyphens=False)
         lines.append(line)
     return lines
 
 
-def cell_outputs(tests: list[dict], earned: float, max_points: float, not_graded: list[str]) -> list:
+def cell_outputs(tests: list[TestResult], earned: float, max_points: float, not_graded: list[str]) -> list:
     """The outputs of one test cell in the autograded notebook: its points and why points were lost.
 
     ``not_graded`` is the reason to show when no hidden test graded the cell.
@@ -96,11 +97,11 @@ def cell_outputs(tests: list[dict], earned: float, max_points: float, not_graded
         summary = f"{_points(0, max_points)}: this cell was not graded ({reason})"
         return [new_output("error", ename="NotGraded", evalue=summary,
                            traceback=[f"{RED}NotGraded{PLAIN}: {summary}"])]
-    failed = [t for t in tests if t["status"] != "passed"]
-    passed = [t for t in tests if t["status"] == "passed"]
+    failed = [t for t in tests if t.status != "passed"]
+    passed = [t for t in tests if t.status == "passed"]
     if not failed and earned >= max_points:
         text = f"{_points(earned, max_points)}: all {len(tests)} hidden test{'s' * (len(tests) != 1)} passed\n"
-        text += "".join(f"  passed  {_clean(t['test'])}\n" for t in tests)
+        text += "".join(f"  passed  {_clean(t.test)}\n" for t in tests)
         return [new_output("stream", name="stdout", text=text)]
     summary = f"{_points(earned, max_points)}: {len(failed)} of {len(tests)} hidden tests did not pass"
     traceback = [f"{RED}HiddenTestsFailed{PLAIN}: {summary}"]
@@ -158,16 +159,16 @@ class SandboxedGrading(NbGraderPreprocessor):
                 nbformat.write(nb, path)
                 report = grade_in_subprocess(path, student=student,
                                              config=self.grading_config().hiding(course_root, scratch))
-        for warning in report.get("warnings", []):
+        for warning in report.warnings:
             self.log.warning("%s/%s: %s", student, stem, warning)
-        if report.get("sandbox") == "degraded":
+        if report.sandbox == "degraded":
             # Said in nbgrader's own log too: the job's log, where the grader says it
             # first, is gone once autograde ends.
             self.log.warning("%s/%s: graded WITHOUT the full sandbox (bubblewrap unusable here: "
                              "install bubblewrap, or allow unprivileged user namespaces)", student, stem)
-        by_cell: dict[str, list[dict]] = {}
-        for test in report["tests"]:
-            by_cell.setdefault(test["grade_id"], []).append(test)
+        by_cell: dict[str, list[TestResult]] = {}
+        for test in report.tests:
+            by_cell.setdefault(test.grade_id, []).append(test)
 
         points = resources.setdefault(POINTS, {})
         for cell in nb.cells:
@@ -175,15 +176,15 @@ class SandboxedGrading(NbGraderPreprocessor):
                 continue
             grade_id, max_points = cell_points(cell)
             tests = by_cell.get(grade_id, [])
-            earned = min(max_points, round(sum(t["points"] for t in tests), 4)) if tests else 0.0
+            earned = min(max_points, round(sum(t.points for t in tests), 4)) if tests else 0.0
             points[grade_id] = earned
             cell.outputs = cell_outputs(tests, earned, max_points,
-                                        report.get("warnings") or ["no hidden test graded it"])
+                                        report.warnings or ["no hidden test graded it"])
             cell.execution_count = None
         resources.setdefault("week6", {})[stem] = report
         return nb, resources
 
-    def _saved_report(self, course_root: Path, student: str, stem: str) -> dict | None:
+    def _saved_report(self, course_root: Path, student: str, stem: str) -> Report | None:
         """The report of this submission in ``self.reports`` if it is up to date, else None."""
         try:
             submitted = read_regular_file(course_root / "submitted" / student / ASSIGNMENT / f"{stem}.ipynb")

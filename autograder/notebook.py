@@ -1,14 +1,10 @@
-"""Reading a submitted notebook and deciding what the grader will run.
+"""Reading notebooks and their nbgrader metadata, never trusting either.
 
-The grader never trusts a submission's structure. It reads the instructor's
-source notebook (``solutions/week6/<stem>.ipynb``) as the plan, then looks up
-each of its cells in the submission by ``grade_id``:
-
-* setup cells (locked imports and constants) always come from the instructor
-  copy, so edits to them change nothing;
-* solution code cells come from the submission; a deleted, renamed or
-  type-changed cell is reported as *missing* for the items that need it;
-* everything else in the submission (experiments, extra cells) is ignored.
+:func:`read_notebook` parses a submitted file or says how to fix it. The cell
+accessors (:func:`is_setup`, :func:`is_solution_code`, :func:`is_test_cell`,
+:func:`is_written_answer`, :func:`cell_points`) are the only code that reads
+nbgrader metadata; the course model (``course.py``) reads the instructor's
+notebooks through them, and the grading plan (``plan.py``) a submission's.
 
 A submission's cell metadata is student-controlled JSON. Each cell's nbgrader
 metadata is checked against :data:`NBGRADER_SCHEMA` before anything reads it; a
@@ -19,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -31,29 +26,6 @@ ASSIGNMENT = "week6"
 
 class UnreadableNotebook(Exception):
     """The submission is not a notebook we can read; it scores zero, others go on."""
-
-
-@dataclass(frozen=True)
-class Cell:
-    grade_id: str
-    source: str
-    kind: str  # "setup" | "solution"
-
-
-@dataclass
-class GradingPlan:
-    """What to execute for one submission, and what was wrong with it."""
-
-    stem: str
-    cells: list[Cell]  # in instructor order: setup cells and student solution cells
-    missing: dict[str, str] = field(default_factory=dict)  # solution grade_id -> why
-    warnings: list[str] = field(default_factory=list)
-
-    def solution_source(self, grade_id: str) -> str | None:
-        for cell in self.cells:
-            if cell.kind == "solution" and cell.grade_id == grade_id:
-                return cell.source
-        return None
 
 
 # nbgrader's cell metadata (schema version 3), key -> accepted types. Other keys are
@@ -164,74 +136,13 @@ def source_notebook_path(stem: str, source_dir: Path = SOURCE_DIR) -> Path:
     return source_dir / ASSIGNMENT / f"{stem}.ipynb"
 
 
-def instructor_notebook(stem: str, source_dir: Path = SOURCE_DIR):
-    path = source_notebook_path(stem, source_dir)
-    if not path.is_file():
-        known = sorted(p.stem for p in (source_dir / ASSIGNMENT).glob("*.ipynb"))
-        raise UnreadableNotebook(
-            f"no assignment notebook is called '{stem}.ipynb' (known: {', '.join(known)}). "
-            "Submit the notebook under its original file name."
-        )
-    return nbformat.read(path, as_version=4)
-
-
-def _source(cell) -> str:
+def cell_source(cell) -> str:
+    """A cell's source as one string (nbformat allows a list of lines)."""
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else str(source)
-
-
-def plan_grading(submission, stem: str, source_dir: Path = SOURCE_DIR) -> GradingPlan:
-    """Match a parsed submission against the instructor notebook ``stem``."""
-    instructor = instructor_notebook(stem, source_dir)
-    plan = GradingPlan(stem=stem, cells=[])
-    by_id: dict[str, list] = {}
-    malformed: dict[str, str] = {}
-    for index, cell in enumerate(submission.cells):
-        why = metadata_problem(cell)
-        if why is not None:
-            claimed = raw_grade_id(cell)
-            if claimed is not None:
-                malformed.setdefault(claimed, why)
-            plan.warnings.append(f"cell {index + 1}" + (f" ('{claimed}')" if claimed else "")
-                                 + f" was ignored: {why}")
-            continue
-        grade_id = _nbgrader(cell).get("grade_id")
-        if grade_id:
-            by_id.setdefault(str(grade_id), []).append(cell)
-
-    for cell in instructor.cells:
-        grade_id = _nbgrader(cell).get("grade_id")
-        if is_setup(cell):
-            plan.cells.append(Cell(grade_id, _source(cell), "setup"))
-        elif is_solution_code(cell) and grade_id in malformed and grade_id not in by_id:
-            plan.missing[grade_id] = (f"the solution cell '{grade_id}' has malformed nbgrader metadata "
-                                      f"({malformed[grade_id]}); copy the cell back from the released notebook.")
-        elif is_solution_code(cell):
-            candidates = [c for c in by_id.get(grade_id, []) if c.get("cell_type") == "code"]
-            if not candidates:
-                other = by_id.get(grade_id)
-                why = (
-                    f"the solution cell '{grade_id}' is not a code cell any more"
-                    if other
-                    else f"the solution cell '{grade_id}' is missing (deleted, or its grade_id was changed)"
-                )
-                plan.missing[grade_id] = why + "; copy the cell back from the released notebook."
-                continue
-            if len(candidates) > 1:
-                plan.warnings.append(
-                    f"{len(candidates)} cells share the grade_id '{grade_id}'; the first one was graded."
-                )
-            plan.cells.append(Cell(grade_id, _source(candidates[0]), "solution"))
-    return plan
 
 
 def cell_points(cell) -> tuple[str, float]:
     """(grade_id, points) of a graded cell (one that :func:`is_test_cell` or :func:`is_written_answer` accepted)."""
     meta = _nbgrader(cell)
     return str(meta.get("grade_id", "")), float(meta.get("points", 0))
-
-
-def test_cell_points(stem: str, source_dir: Path = SOURCE_DIR) -> dict[str, float]:
-    """Points of every auto-graded test cell of the instructor notebook."""
-    instructor = instructor_notebook(stem, source_dir)
-    return dict(cell_points(cell) for cell in instructor.cells if is_test_cell(cell))

@@ -1,9 +1,9 @@
 """What every grading process needs, imported once by the fork server (``runner.py``).
 
-The lists are derived, not repeated: the transformers modules behind the hidden
-suites' fixtures (``grading.FIXTURE_MODULES``) and every reference module. A module
-that fails to import here costs time, never correctness: the job imports it itself
-and reports the error where it matters.
+The lists are derived, not repeated: the transformers modules that the hidden
+suites' fixtures declare (``autograder.drivers.models``), every reference module,
+and the course model. A module that fails to import here costs time, never
+correctness: the job imports it itself and reports the error where it matters.
 """
 from __future__ import annotations
 
@@ -16,12 +16,18 @@ import torch  # noqa: F401
 
 import autograder.reference as reference
 from autograder import grading
-from autograder.sandbox import launcher  # noqa: F401
+from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures)
+from autograder.sandbox import worker  # noqa: F401
+from autograder.sandbox.fixtures import fixture_imports
 
-MODULES = sorted({module for modules in grading.FIXTURE_MODULES.values() for module in modules}
+MODULES = sorted(set(fixture_imports())
                  | {"week6_helpers.assets"}
                  | {f"{reference.__name__}.{info.name}" for info in pkgutil.iter_modules(reference.__path__)})
 
 for _name in MODULES:
     with contextlib.suppress(ImportError):
         importlib.import_module(_name)
+
+# The course model: every job plans from the instructor notebooks read here, once.
+with contextlib.suppress(Exception):
+    grading.load_course()

@@ -1,28 +1,38 @@
-"""The report of one graded notebook: its shape, its size limits, and how it is written.
+"""The report of one graded notebook: one type, its size limits, and every rendering of it.
 
-A report is a dict (JSON on disk)::
+:class:`Report` is what grading one notebook produces, whatever happened: the JSON
+file on disk (:meth:`Report.to_json`, :func:`write_report`, :func:`read_report`),
+the class table (:func:`write_table`), the terminal table (:func:`print_table`),
+Gradescope's ``results.json`` (:func:`to_gradescope`) and nbgrader's gradebook (the
+plugin) all render it, and the path of a job that failed builds one too
+(:meth:`Report.problem`). On disk::
 
-    student, assignment, notebook, outcome, score, max_score, sandbox, device, duration_s,
-    tests: [{grade_id, test, status, points, max_points, message}], warnings: [str]
+    student, assignment, outcome, notebook, score, max_score, sandbox, device, duration_s,
+    tests: [{grade_id, test, status, points, max_points, message}], warnings: [str],
+    and what graded it: schema_version, grader_version, suite_hash, submission_sha256,
+    grader_peak_rss_mib
 
 ``outcome`` says what happened to the notebook: ``graded`` (whatever the score),
 ``rejected`` (it could not be taken in: a link, a misplaced or unusable file; the
 student's to fix), or ``failed`` (the grader or the machine did not finish it:
-grading it again may succeed). The CLI adds what it was graded by
-(``autograder.version``) and the notebook's sha256.
+grading it again may succeed).
 
 Everything in a report that student code can influence (test messages quote
 exception texts and returned values; warnings quote file and cell names) is
 clipped here, in one place, so that a report has a bounded size whatever the
-submission returns: a 10 MB string comes back as a few kilobytes.
+submission returns: a 10 MB string comes back as a few kilobytes. A report read
+back from disk is untrusted input: its fields are type-checked.
 """
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .notebook import ASSIGNMENT
@@ -41,6 +51,132 @@ SHRUNK_MESSAGE_CHARS = 200
 TABLE_NAME = "grades.csv"  # beside the students' report folders in the output folder
 
 
+@dataclass
+class TestResult:
+    """One hidden test (or one device variant of it): its status and its share of the cell's points."""
+
+    __test__ = False  # not a pytest test class
+
+    grade_id: str
+    test: str
+    status: str
+    points: float
+    max_points: float
+    message: str
+
+
+@dataclass
+class Report:
+    """The report of one notebook (see the module docstring for the fields)."""
+
+    student: str
+    notebook: str
+    outcome: str = "graded"
+    score: float = 0.0
+    max_score: float = 0.0
+    sandbox: str = "none"
+    device: str = "cpu"
+    duration_s: float = 0.0
+    tests: list[TestResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    assignment: str = ASSIGNMENT
+    # What graded it (set by the job and the CLI; None until then).
+    schema_version: int | None = None
+    grader_version: str | None = None
+    suite_hash: str | None = None
+    submission_sha256: str | None = None
+    grader_peak_rss_mib: float | None = None
+
+    @classmethod
+    def problem(cls, student: str, notebook: str, reason: str, *, device: str = "cpu",
+                outcome: str = "rejected") -> Report:
+        """The report of a notebook that was not graded (score 0, the reason as a warning)."""
+        assert outcome in OUTCOMES[1:], outcome
+        return cls(student, notebook, outcome=outcome, device=device, warnings=[reason]).bounded()
+
+    def status_counts(self) -> list[int]:
+        """How many tests ended in each of :data:`STATUSES`."""
+        return [sum(1 for t in self.tests if t.status == status) for status in STATUSES]
+
+    def bounded(self) -> Report:
+        """Clip every message and warning, so the JSON stays under ``MAX_REPORT_BYTES``; returns self."""
+        for test in self.tests:
+            test.message = clip(test.message, MAX_MESSAGE_CHARS)
+        warnings = [clip(w, MAX_WARNING_CHARS) for w in self.warnings]
+        if len(warnings) > MAX_WARNINGS:
+            warnings = warnings[:MAX_WARNINGS] + [f"... and {len(warnings) - MAX_WARNINGS} more warnings"]
+        self.warnings = warnings
+        if len(json.dumps(self._fields())) > MAX_REPORT_BYTES:
+            for test in self.tests:
+                test.message = clip(test.message, SHRUNK_MESSAGE_CHARS)
+            self.warnings = [clip(w, SHRUNK_MESSAGE_CHARS) for w in self.warnings]
+        return self
+
+    def _fields(self) -> dict:
+        data = {"student": self.student, "assignment": self.assignment, "outcome": self.outcome,
+                "notebook": self.notebook, "score": self.score, "max_score": self.max_score,
+                "sandbox": self.sandbox, "device": self.device, "duration_s": self.duration_s,
+                "tests": [dataclasses.asdict(t) for t in self.tests], "warnings": list(self.warnings)}
+        for name in ("schema_version", "grader_version", "suite_hash", "submission_sha256", "grader_peak_rss_mib"):
+            if getattr(self, name) is not None:
+                data[name] = getattr(self, name)
+        return data
+
+    def to_json(self) -> dict:
+        """The report as the JSON object written to disk (clipped first)."""
+        return self.bounded()._fields()
+
+    @classmethod
+    def from_json(cls, data) -> Report:
+        """A report from JSON that may have been tampered with; ``ValueError`` names the bad field."""
+        if type(data) is not dict:
+            raise ValueError("it holds no report (a JSON object)")
+        values = {}
+        for spec in dataclasses.fields(cls):
+            if spec.name not in data:
+                if spec.name in ("student", "notebook"):
+                    raise ValueError(f"the report has no '{spec.name}'")
+                continue
+            values[spec.name] = _checked(spec.name, data[spec.name])
+        return cls(**values).bounded()
+
+
+_STRINGS = {"student", "notebook", "outcome", "sandbox", "device", "assignment", "grader_version",
+            "suite_hash", "submission_sha256"}
+_NUMBERS = {"score", "max_score", "duration_s", "grader_peak_rss_mib"}
+_TEST_FIELDS = {"grade_id": str, "test": str, "status": str, "message": str, "points": float, "max_points": float}
+
+
+def _number(value) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def _checked(name: str, value):
+    """``value`` of report field ``name`` if it has the field's type, else ``ValueError``."""
+    if value is None and name in ("schema_version", "grader_version", "suite_hash", "submission_sha256",
+                                  "grader_peak_rss_mib"):
+        return None
+    if name in _STRINGS and type(value) is str:
+        return value
+    if name in _NUMBERS and _number(value):
+        return float(value)
+    if name == "schema_version" and type(value) is int:
+        return value
+    if name == "warnings" and type(value) is list and all(type(w) is str for w in value):
+        return list(value)
+    if name == "tests" and type(value) is list:
+        tests = []
+        for entry in value:
+            if type(entry) is not dict or set(entry) != set(_TEST_FIELDS):
+                raise ValueError(f"a test of the report does not have exactly the fields {sorted(_TEST_FIELDS)}")
+            for key, kind in _TEST_FIELDS.items():
+                if not (_number(entry[key]) if kind is float else type(entry[key]) is str):
+                    raise ValueError(f"a test's '{key}' is not a {'number' if kind is float else 'string'}")
+            tests.append(TestResult(**{k: float(v) if _TEST_FIELDS[k] is float else v for k, v in entry.items()}))
+        return tests
+    raise ValueError(f"the report's '{name}' has the wrong type ({type(value).__name__})")
+
+
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     """``text`` if short enough, else its start and end around a marker saying how much went."""
     text = str(text)
@@ -52,53 +188,32 @@ def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return text[: keep // 2 + keep % 2] + marker + text[len(text) - keep // 2:]
 
 
-def problem_report(student: str, notebook: str, reason: str, *, device: str = "cpu",
-                   outcome: str = "rejected") -> dict:
-    """The report of a notebook that was not graded (score 0, the reason as a warning)."""
-    assert outcome in OUTCOMES[1:], outcome
-    return bounded({
-        "student": student, "assignment": ASSIGNMENT, "notebook": notebook, "outcome": outcome,
-        "score": 0.0, "max_score": 0.0, "sandbox": "none", "device": device,
-        "duration_s": 0.0, "tests": [], "warnings": [reason],
-    })
-
-
-def bounded(report: dict) -> dict:
-    """``report`` with every message and warning clipped and its JSON under ``MAX_REPORT_BYTES``."""
-    for test in report.get("tests", []):
-        test["message"] = clip(test.get("message", ""), MAX_MESSAGE_CHARS)
-    warnings = [clip(w, MAX_WARNING_CHARS) for w in report.get("warnings", [])]
-    if len(warnings) > MAX_WARNINGS:
-        warnings = warnings[:MAX_WARNINGS] + [f"... and {len(warnings) - MAX_WARNINGS} more warnings"]
-    report["warnings"] = warnings
-    if len(json.dumps(report)) > MAX_REPORT_BYTES:
-        for test in report.get("tests", []):
-            test["message"] = clip(test["message"], SHRUNK_MESSAGE_CHARS)
-        report["warnings"] = [clip(w, SHRUNK_MESSAGE_CHARS) for w in report["warnings"]]
-    return report
-
-
-def read_report(path: Path) -> dict:
+def read_report(path: Path) -> Report:
     """A report written earlier, read as untrusted input: a regular file of bounded
-    size holding a JSON object, clipped like a new one. Raises ``ValueError`` (bad
-    JSON, not an object) or ``intake.IntakeError`` (no such regular file)."""
+    size holding a well-typed report, clipped like a new one. Raises ``ValueError``
+    (bad JSON, a missing or mistyped field) or ``intake.IntakeError`` (no such
+    regular file)."""
     from .intake import read_regular_file  # intake imports this module
 
-    report = json.loads(read_regular_file(path, limit=2 * MAX_REPORT_BYTES))
-    if type(report) is not dict:
-        raise ValueError(f"{Path(path).name} holds no report (a JSON object)")
-    return bounded(report)
+    try:
+        return Report.from_json(json.loads(read_regular_file(path, limit=2 * MAX_REPORT_BYTES)))
+    except ValueError as err:
+        raise ValueError(f"{Path(path).name}: {err}") from None
 
 
-def write_report(out: Path, student: str, key: str, report: dict) -> Path:
+def write_report(out: Path, student: str, key: str, report: Report) -> Path:
     """Write ``out/<student>/<key>.json`` atomically: a crash leaves the old file or the new one."""
+    return _write_json(out, student, key, report.to_json())
+
+
+def _write_json(out: Path, student: str, key: str, data: dict) -> Path:
     folder = out / student
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{key}.json"
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as handle:
-            handle.write(json.dumps(report, indent=2) + "\n")
+            handle.write(json.dumps(data, indent=2) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, 0o644)  # as an ordinary file: mkstemp's are private
@@ -109,21 +224,21 @@ def write_report(out: Path, student: str, key: str, report: dict) -> Path:
     return target
 
 
-def to_gradescope(report: dict) -> dict:
+def to_gradescope(report: Report) -> dict:
     """The report as Gradescope's autograder ``results.json``: one test per hidden test."""
     return {
-        "score": report["score"],
-        "output": "\n".join(report.get("warnings", [])),
-        "tests": [{"name": f"{t['grade_id']}: {t['test']}", "score": t["points"], "max_score": t["max_points"],
-                   "status": "passed" if t["status"] == "passed" else "failed",
-                   "output": f"{t['status']}: {t['message']}" if t["message"] else t["status"]}
-                  for t in report["tests"]],
+        "score": report.score,
+        "output": "\n".join(report.warnings),
+        "tests": [{"name": f"{t.grade_id}: {t.test}", "score": t.points, "max_score": t.max_points,
+                   "status": "passed" if t.status == "passed" else "failed",
+                   "output": f"{t.status}: {t.message}" if t.message else t.status}
+                  for t in report.tests],
     }
 
 
-def write_gradescope(out: Path, student: str, key: str, report: dict) -> Path:
+def write_gradescope(out: Path, student: str, key: str, report: Report) -> Path:
     """``out/<student>/gradescope/<key>.json`` (a folder below the student's: never read as a report)."""
-    return write_report(out / student, "gradescope", key, to_gradescope(report))
+    return _write_json(out / student, "gradescope", key, to_gradescope(report))
 
 
 def spreadsheet_cell(value) -> str:
@@ -132,26 +247,24 @@ def spreadsheet_cell(value) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def write_table(reports: Iterable[dict], out: Path) -> Path:
+def write_table(reports: Iterable[Report], out: Path) -> Path:
     """``out/grades.csv``: one row per student and notebook, with the count of each status."""
     table = out / TABLE_NAME
-    rows = sorted(reports, key=lambda r: (r["student"], r["notebook"]))
+    rows = sorted(reports, key=lambda r: (r.student, r.notebook))
     with table.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["student", "notebook", "outcome", "score", "max_score", "sandbox", "device",
                          "duration_s", *STATUSES])
         for r in rows:
-            counts = [sum(1 for t in r["tests"] if t["status"] == s) for s in STATUSES]
-            writer.writerow([spreadsheet_cell(r["student"]), spreadsheet_cell(r["notebook"]),
-                             r.get("outcome", "graded"), r["score"], r["max_score"], r["sandbox"], r["device"],
-                             r["duration_s"], *counts])
+            writer.writerow([spreadsheet_cell(r.student), spreadsheet_cell(r.notebook), r.outcome, r.score,
+                             r.max_score, r.sandbox, r.device, r.duration_s, *r.status_counts()])
     return table
 
 
-def print_table(reports: Iterable[dict]) -> None:
-    rows = [(r["student"], r["notebook"], f'{r["score"]:g}/{r["max_score"]:g}', r["sandbox"],
-             f'{r["duration_s"]:.1f}s', "; ".join(r.get("warnings", []))[:70].replace("\n", " "))
-            for r in sorted(reports, key=lambda r: (r["student"], r["notebook"]))]
+def print_table(reports: Iterable[Report]) -> None:
+    rows = [(r.student, r.notebook, f"{r.score:g}/{r.max_score:g}", r.sandbox,
+             f"{r.duration_s:.1f}s", "; ".join(r.warnings)[:70].replace("\n", " "))
+            for r in sorted(reports, key=lambda r: (r.student, r.notebook))]
     header = ("student", "notebook", "score", "sandbox", "time", "notes")
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
     for row in (header, tuple("-" * w for w in widths), *rows):

@@ -27,7 +27,7 @@ from pathlib import Path
 from .config import GradingConfig
 from .intake import IntakeError
 from .notebook import REPO
-from .report import problem_report, read_report
+from .report import Report, read_report
 
 # Imported once by the fork server: torch, pytest, the grader, the transformers
 # modules of the suites' fixtures and every reference module (see preload.py).
@@ -104,11 +104,11 @@ def _grade_job(notebook: str, student: str, config: GradingConfig, out: str) -> 
     report = grade_notebook(Path(notebook), student=student, config=config)
     # What grading this notebook cost the trusted process (the sandboxed worker and
     # its children excluded): the threat model bounds it, and the tests check it.
-    report["grader_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    Path(out).write_text(json.dumps(report, indent=2) + "\n")
+    report.grader_peak_rss_mib = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    Path(out).write_text(json.dumps(report.to_json(), indent=2) + "\n")
 
 
-def grade_in_subprocess(notebook: Path, *, student: str, config: GradingConfig) -> dict:
+def grade_in_subprocess(notebook: Path, *, student: str, config: GradingConfig) -> Report:
     """Grade ``notebook`` in a process of its own, within ``config.timeout_notebook``, and return its report."""
     timeout, device = config.timeout_notebook, config.device
     with tempfile.TemporaryDirectory(prefix="autograder-job-") as scratch:
@@ -117,14 +117,14 @@ def grade_in_subprocess(notebook: Path, *, student: str, config: GradingConfig) 
                             timeout=timeout, log_path=log)
         name = Path(notebook).name
         if status is None:
-            return problem_report(student, name, f"grading did not finish within {timeout:.0f} s and was stopped",
+            return Report.problem(student, name, f"grading did not finish within {timeout:.0f} s and was stopped",
                                   device=device, outcome="failed")
         if status != 0 or not out.is_file():
             tail = log.read_bytes()[-4096:].decode(errors="replace").strip().splitlines()[-5:] if log.is_file() else []
-            return problem_report(student, name, f"the grader process failed (exit {status}): " + " | ".join(tail),
+            return Report.problem(student, name, f"the grader process failed (exit {status}): " + " | ".join(tail),
                                   device=device, outcome="failed")
         try:
             return read_report(out)
         except (IntakeError, ValueError) as err:
-            return problem_report(student, name, f"unreadable grading report: {err}", device=device,
+            return Report.problem(student, name, f"unreadable grading report: {err}", device=device,
                                   outcome="failed")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .intake import IntakeError
 from .notebook import ASSIGNMENT, REPO, SOURCE_DIR
-from .report import read_report
+from .report import Report, read_report
 
 __version__ = "0.4.0"  # CHANGELOG.md's newest section
 # The report's fields; bumped when their meaning changes (reports of another
@@ -39,7 +39,7 @@ def suite_hash() -> str:
     return digest.hexdigest()
 
 
-def up_to_date_report(path: Path, digest: str, **expected) -> dict | None:
+def up_to_date_report(path: Path, digest: str, **expected) -> Report | None:
     """The report at ``path`` if it graded (outcome ``graded``) the bytes whose sha256 is
     ``digest``, with this grader (``suite_hash``) and every other field in ``expected``
     as given; None when there is none, it is damaged, or it is out of date."""
@@ -48,4 +48,4 @@ def up_to_date_report(path: Path, digest: str, **expected) -> dict | None:
     except (IntakeError, ValueError):
         return None
     wanted = {"outcome": "graded", "submission_sha256": digest, "suite_hash": suite_hash(), **expected}
-    return None if any(report.get(key) != value for key, value in wanted.items()) else report
+    return None if any(getattr(report, key) != value for key, value in wanted.items()) else report

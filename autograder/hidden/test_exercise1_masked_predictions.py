@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from autograder.reference import scoring
-from autograder.sandbox import item_probes  # noqa: F401  (registers the probes used below)
+from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.suite import expect, expect_close, expect_equal, expect_pair, expect_tensor, graded, on_devices
 
 MASK = 7  # a [MASK] id that is not BERT's 103: the function must use the argument

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from autograder.reference import exercises
-from autograder.sandbox import exercise_probes  # noqa: F401  (registers the probes used below)
+from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.suite import expect, expect_equal, expect_tensor, graded, within_sigma
 
 

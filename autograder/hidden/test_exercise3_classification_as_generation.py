@@ -17,7 +17,7 @@ import random
 import torch
 
 from autograder.reference import exercises
-from autograder.sandbox import exercise_probes
+from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.sandbox.fixtures import build_fixture, fixture
 from autograder.suite import expect, expect_close, expect_equal, expect_tensor, graded, on_devices
 
@@ -109,12 +109,12 @@ def test_label_log_probs_low_precision_logits(student, device):
 # =============================================================== classify_by_generation (3)
 def _reviews(seed: int, count: int, *, min_words: int = 1, max_words: int = 14) -> list[str]:
     rng = random.Random(seed)
-    return [" ".join(rng.choice(exercise_probes.REVIEW_WORDS) for _ in range(rng.randint(min_words, max_words)))
+    return [" ".join(rng.choice(models.REVIEW_WORDS) for _ in range(rng.randint(min_words, max_words)))
             for _ in range(count)]
 
 
 def _fixtures(seed: int, device: str, padding_side: str = "right"):
-    model = fixture("decoder_lm", seed=seed, vocab_size=exercise_probes.PROMPT_VOCAB_SIZE, device=device)
+    model = fixture("decoder_lm", seed=seed, vocab_size=models.PROMPT_VOCAB_SIZE, device=device)
     tokenizer = fixture("prompt_tokenizer", padding_side=padding_side)
     return model, tokenizer
 

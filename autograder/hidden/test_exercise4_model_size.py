@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from autograder.reference import exercises
-from autograder.sandbox import exercise_probes
+from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.sandbox.fixtures import build_fixture, fixture
 from autograder.suite import expect, expect_close, expect_equal, expect_number, graded, on_devices
 
@@ -30,7 +30,7 @@ def _truncate(student, device: str, num_layers: int, *, seed: int = 0, layers: i
     reference = fixture("bert_classifier", seed=seed, layers=layers, device=device)
     inputs = _inputs(seed)
     actual = student.probe("truncate_encoder_run", model=reference, num_layers=num_layers, **inputs)
-    expected = exercise_probes.drive_truncate_encoder(exercises.truncate_encoder, build_fixture(reference),
+    expected = probes.drive_truncate_encoder(exercises.truncate_encoder, build_fixture(reference),
                                                       num_layers, **inputs)
     return actual, expected
 

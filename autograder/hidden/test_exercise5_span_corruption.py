@@ -14,7 +14,7 @@ import math
 import torch
 
 from autograder.reference import span_corruption
-from autograder.sandbox import item_probes  # noqa: F401  (registers the probes used below)
+from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.suite import expect, expect_equal, expect_tensor, graded, on_devices, within_sigma
 
 SENTINELS = [32099 - i for i in range(40)]  # T5's <extra_id_0>, <extra_id_1>, ...

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from autograder.reference import answers, arithmetic, scoring
-from autograder.sandbox import item_probes  # noqa: F401  (registers the fixtures used below)
+from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.sandbox.fixtures import build_fixture, fixture
 from autograder.suite import (expect, expect_close, expect_equal, expect_number, expect_pair, expect_tensor, graded,
                              on_devices)

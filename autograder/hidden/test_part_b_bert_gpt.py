@@ -16,7 +16,7 @@ import math
 import torch
 
 from autograder.reference import arithmetic, attention, decoding, losses, masking
-from autograder.sandbox import item_probes  # noqa: F401  (registers the fixtures and probes used below)
+from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.sandbox.fixtures import build_fixture, fixture
 from autograder.suite import (
     expect,

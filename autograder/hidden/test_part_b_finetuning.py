@@ -2,7 +2,7 @@
 freezing, the training and evaluation loops, LoRA, and the cost arithmetic.
 
 Stateful code (loops over a model, modules) is driven inside the sandbox by the
-probes of ``autograder.sandbox.item_probes``; the very same driver runs here with
+probes of ``autograder.drivers.probes``; the very same driver runs here with
 the reference implementation on an identical, seeded model, and the two records
 are compared. The answer constants of this notebook (architecture table, model
 for task, fine-tuning configuration, generation settings) are graded elsewhere.
@@ -14,7 +14,7 @@ import math
 import torch
 
 from autograder.reference import answers, arithmetic, finetuning, lora
-from autograder.sandbox import item_probes
+from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.sandbox.fixtures import build_fixture, fixture
 from autograder.suite import expect, expect_close, expect_equal, expect_number, graded, on_devices
 
@@ -92,7 +92,7 @@ def test_linear_warmup_decay_edge_cases(student):
 def _freeze(student, calls, *, seed: int = 0, layers: int = 4):
     reference, model = _classifier("cpu", seed=seed, layers=layers)
     actual = student.probe("freeze_layers_run", model=reference, calls=calls)
-    expected = item_probes.drive_freeze_layers(finetuning.freeze_layers, model, calls)
+    expected = probes.drive_freeze_layers(finetuning.freeze_layers, model, calls)
     return actual, expected
 
 
@@ -149,7 +149,7 @@ def test_freeze_layers_repeated_calls_bare_model_and_range(student):
 def _train(student, device: str, batches, *, model_seed: int = 0, dropout: float = 0.0, **kwargs):
     reference, model = _classifier(device, seed=model_seed, dropout=dropout)
     actual = student.probe("train_epoch_run", model=reference, batches=batches, **kwargs)
-    expected = item_probes.drive_train_epoch(finetuning.train_epoch, model, batches, **kwargs)
+    expected = probes.drive_train_epoch(finetuning.train_epoch, model, batches, **kwargs)
     return actual, expected
 
 
@@ -247,7 +247,7 @@ def test_evaluate_counts_every_example(student, device):
     # 2/7, 2/2 and 1/5 right: 5/14 = 0.357 per example (0.495 as a mean of batch accuracies)
     batches = _labelled_for_accuracy(model, _batches(5, [7, 2, 5]), [2, 2, 1])
     actual = student.probe("evaluate_run", model=reference, batches=batches, start_mode="eval")
-    expected = item_probes.drive_evaluate(finetuning.evaluate, model, batches, start_mode="eval")
+    expected = probes.drive_evaluate(finetuning.evaluate, model, batches, start_mode="eval")
     expect(type(actual["accuracy"]) is float,
            f"evaluate must return a Python float, got {type(actual['accuracy']).__name__}")
     expect_number(actual["accuracy"], expected["accuracy"], rel=1e-9,
@@ -273,7 +273,7 @@ def test_evaluate_uses_eval_mode(student, device):
 # =============================================================== LoRALinear (5)
 def _lora(student, device: str, **params):
     actual = student.probe("lora_layer", class_name="LoRALinear", device=device, **params)
-    expected = item_probes.drive_lora_layer(lora.LoRALinear, device=device, **params)
+    expected = probes.drive_lora_layer(lora.LoRALinear, device=device, **params)
     return actual, expected
 
 
@@ -390,7 +390,7 @@ def _apply_lora(student, device: str, kwargs: dict, *, seed: int, catch: bool = 
     g = _gen(seed)
     inputs = dict(input_ids=torch.randint(1, 64, (3, 8), generator=g), attention_mask=torch.ones(3, 8, dtype=torch.long))
     actual = student.probe("apply_lora_run", model=reference, kwargs=kwargs, catch=catch, **inputs)
-    expected = item_probes.drive_apply_lora(lora.apply_lora, model, kwargs=kwargs, catch=catch, **inputs)
+    expected = probes.drive_apply_lora(lora.apply_lora, model, kwargs=kwargs, catch=catch, **inputs)
     return actual, expected
 
 

@@ -4,8 +4,8 @@ Stock nbgrader runs the tests inside the student's kernel, where student code ca
 rewrite them. Here the grader keeps the tests and sends requests to a *worker*
 process that holds the student's namespace:
 
-* ``launcher``: ``Worker``, the grader's handle (timeouts, kill, restart);
-* ``worker``: the entry point inside the sandbox (limits, standard streams);
+* ``worker``: ``Worker``, the grader's handle (timeouts, kill, restart);
+* ``worker_main``: the entry point inside the sandbox (limits, standard streams);
 * ``session``: the student namespace and the request loop;
 * ``protocol``: frames, ``torch.save``/``weights_only`` payloads, the vocabulary;
 * ``channel``: the grader's deadline-aware pipe I/O;
@@ -25,7 +25,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "Worker": "launcher", "CellResult": "launcher",
+    "Worker": "worker", "CellResult": "worker",
     "ResourceLimits": "limits",
     "fixture": "fixtures", "build_fixture": "fixtures", "register_fixture": "fixtures",
     "register_probe": "probes",

@@ -3,21 +3,25 @@
 A hidden test often needs to hand the student's function a model. A model cannot be
 sent (only plain data crosses), so the test sends a *fixture reference* instead::
 
-    worker.call("greedy_decode", fixture("tiny_llama", seed=0), prompt_ids)
+    worker.call("greedy_decode", fixture("decoder_lm", seed=0), prompt_ids)
 
-and the worker replaces ``{"__fixture__": "tiny_llama", "seed": 0}`` by the result of
+and the worker replaces ``{"__fixture__": "decoder_lm", "seed": 0}`` by the result of
 the builder registered under that name. The grader imports this same module and
 calls ``build_fixture`` on the same reference to compute the expected answer from an
 identical object: builders must be deterministic functions of their parameters
 (seed everything, pick the eager attention kernel, leave global RNG state alone).
 
-Register more builders with ``@register_fixture``; parameters must be vocabulary
-values (see ``protocol``) because the reference travels as plain data.
+Register builders with ``@register_fixture`` (the course's are in
+``autograder.drivers.models``); parameters must be vocabulary values (see
+``protocol``) because the reference travels as plain data. A builder names the
+slow-to-import modules it needs (``imports=``), so that they can be imported
+before the first call that builds it (:func:`fixture_imports`) instead of inside
+that call's time limit.
 """
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
@@ -26,17 +30,39 @@ from .errors import RequestError
 
 FIXTURE_KEY = "__fixture__"
 _BUILDERS: dict[str, Callable[..., Any]] = {}
+_IMPORTS: dict[str, tuple[str, ...]] = {}
 
 
-def register_fixture(name: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator: make ``builder(**params)`` available as fixture ``name`` (default: its name)."""
+def register_fixture(name: str | None = None, *,
+                     imports: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: make ``builder(**params)`` available as fixture ``name`` (default: its
+    name); ``imports`` are the slow-to-import modules the builder needs."""
     def register(builder: Callable[..., Any]) -> Callable[..., Any]:
         key = name or builder.__name__
         if key in _BUILDERS and _BUILDERS[key] is not builder:
             raise ValueError(f"fixture {key!r} is already registered")
         _BUILDERS[key] = builder
+        _IMPORTS[key] = tuple(imports)
         return builder
     return register
+
+
+def fixture_imports(names: Iterable[str] | None = None) -> list[str]:
+    """The modules the fixtures ``names`` (default: every registered one) declared."""
+    chosen = _IMPORTS if names is None else {name: _IMPORTS.get(name, ()) for name in names}
+    return sorted({module for modules in chosen.values() for module in modules})
+
+
+def fixture_names(value: Any) -> set[str]:
+    """The names of the fixtures referenced anywhere in ``value`` (a request's arguments)."""
+    kind = type(value)
+    if kind is dict:
+        if FIXTURE_KEY in value:
+            return {value[FIXTURE_KEY]} | fixture_names([v for k, v in value.items() if k != FIXTURE_KEY])
+        return set().union(*(fixture_names(item) for item in value.values()))
+    if kind is list or kind is tuple:
+        return set().union(*(fixture_names(item) for item in value))
+    return set()
 
 
 def fixture(name: str, **params: Any) -> dict[str, Any]:
@@ -79,38 +105,3 @@ def seeded(seed: int) -> Iterator[None]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
-
-
-# --------------------------------------------------------------------- builders
-
-@register_fixture("tiny_llama")
-def tiny_llama(seed: int = 0, vocab_size: int = 128, hidden: int = 32, layers: int = 2,
-               heads: int = 4, intermediate: int | None = None, max_positions: int = 128):
-    """A randomly initialised ``LlamaForCausalLM`` small enough to run in milliseconds,
-    in eval mode: the shape of SmolLM2 (the week's decoder) without its weights."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers,
-                         num_attention_heads=heads, num_key_value_heads=heads,
-                         intermediate_size=intermediate or 2 * hidden,
-                         max_position_embeddings=max_positions, attn_implementation="eager",
-                         bos_token_id=1, eos_token_id=2, pad_token_id=0)
-    with seeded(seed):
-        model = LlamaForCausalLM(config)
-    return model.eval()
-
-
-@register_fixture("tiny_bert_classifier")
-def tiny_bert_classifier(seed: int = 0, vocab_size: int = 128, hidden: int = 32, layers: int = 2,
-                         heads: int = 4, intermediate: int | None = None, num_labels: int = 2,
-                         max_positions: int = 128):
-    """A randomly initialised ``BertForSequenceClassification``, in eval mode (no dropout)."""
-    from transformers import BertConfig, BertForSequenceClassification
-
-    config = BertConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=heads, intermediate_size=intermediate or 2 * hidden,
-                        max_position_embeddings=max_positions, num_labels=num_labels,
-                        attn_implementation="eager", pad_token_id=0)
-    with seeded(seed):
-        model = BertForSequenceClassification(config)
-    return model.eval()

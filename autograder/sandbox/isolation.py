@@ -31,13 +31,13 @@ running as root, by others (mode ``o+r``, and ``o+x`` for folders). The folders
 *above* them need not be: a path below a private folder (an interpreter under
 ``/root/.pyenv``) is relayed (``Relays``).
 
-Without a working ``bwrap`` the launcher runs the worker as a plain process in a new
+Without a working ``bwrap`` ``Worker`` runs the worker as a plain process in a new
 session ("degraded" mode): same resource limits and environment, no file system,
 network or user isolation; it runs as the grader's own user, root included (a
 separate uid would not even reach an interpreter under ``/root``).
 
 Run as a script (``python -I -S isolation.py SPEC -- ARGV``), this module is the
-*trampoline* the launcher starts workers through when it has something to do with
+*trampoline* ``Worker`` starts workers through when it has something to do with
 privileges first: join the worker's cgroups, set up relays, drop to the worker's
 host user, then exec ``ARGV`` (see ``trampoline_argv``).
 """

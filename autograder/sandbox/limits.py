@@ -1,5 +1,5 @@
 """Resource limits: per process (applied by the worker to itself) and per submission
-(applied by the launcher to the worker's whole process tree, see ``tree_limits``).
+(applied by ``Worker`` to the worker's whole process tree, see ``tree_limits``).
 
 The worker applies the per-process limits (rather than a ``preexec_fn`` in the
 grader, which is unsafe in a threaded process) as its first action, so they already
@@ -38,20 +38,20 @@ class ResourceLimits:
     address_space_bytes: optional ``RLIMIT_AS`` for CPU-only hosts that want it.
     cpu_seconds: ``RLIMIT_CPU`` over the worker's whole life (all cells and calls);
         SIGXCPU at the soft limit, SIGKILL five seconds of CPU later. Wall-clock
-        limits per request are the launcher's job; this one stops a worker that is
+        limits per request are ``Worker``'s job; this one stops a worker that is
         busy for too long in total, including time spent in forgotten children.
     open_files: ``RLIMIT_NOFILE``; torch's import stays under 100 descriptors.
     file_size_bytes: ``RLIMIT_FSIZE``, the largest file the student may write. SIGXFSZ
         is ignored in the worker so an oversized write fails with ``OSError`` (EFBIG)
         inside the cell instead of killing the worker.
     processes: ``RLIMIT_NPROC``, counted by the kernel per *real* user (threads
-        included). Off by default here, because the launcher sets it where it means
+        included). Off by default here, because ``Worker`` sets it where it means
         something: under bubblewrap with a grader running as root, every worker runs
-        as a host user of its own (see ``isolation``), and the launcher sets it to
+        as a host user of its own (see ``isolation``), and ``Worker`` sets it to
         ``tree_processes``. Elsewhere that user is the grader's own (or root, which
         the kernel exempts), so any value would depend on what else runs there.
 
-    Whole-tree limits (the launcher's, ``tree_limits``), for all the worker's
+    Whole-tree limits (``Worker``'s, ``tree_limits``), for all the worker's
     processes together, over the worker's life; ``restart()`` starts a fresh budget:
 
     tree_memory_bytes: memory of all the processes together: the cgroup's

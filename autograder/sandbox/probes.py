@@ -11,19 +11,19 @@ A probe runs in the same process as student code, so the student can tamper with
 what it sees (monkeypatching torch, say); that can only make the student's own
 answers wrong. The grader never trusts anything but the returned data.
 
-Register probes with ``@register_probe``; the signature is ``probe(namespace, params)``
+Register probes with ``@register_probe`` (the course's are in
+``autograder.drivers.probes``); the signature is ``probe(namespace, params)``
 where ``namespace`` is the student's module dict and ``params`` a dict of vocabulary
 values whose fixture references have already been built.
 """
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
-from torch import nn
-
 from .errors import RequestError
-from .fixtures import seeded
+from .fixtures import fixture_imports
 
 Probe = Callable[[dict[str, Any], dict[str, Any]], Any]
 _PROBES: dict[str, Probe] = {}
@@ -60,48 +60,19 @@ def student_definition(namespace: dict[str, Any], name: str) -> Any:
 
 # ----------------------------------------------------------------------- probes
 
-@register_probe("lora_linear")
-def lora_linear(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """Wrap a seeded ``nn.Linear`` in the student's ``LoRALinear(base, r, alpha)``.
-
-    params: ``in_features``, ``out_features``, ``r``, ``alpha``, ``x`` (input tensor),
-    optional ``seed`` (for the base layer, default 0), ``init_seed`` (seeds the
-    student's own initialisation, default 1), ``class_name`` (default "LoRALinear").
-
-    Returns, all detached copies:
-      ``output``: layer(x);
-      ``base_weight``/``base_bias``: the layer's base before wrapping (to check the
-      student neither copied nor re-initialised it);
-      ``parameters``: {name: tensor} for every ``named_parameters()`` entry;
-      ``requires_grad``: {name: bool};
-      ``has_grad``: {name: bool} after ``layer(x).sum().backward()``;
-      ``trainable``: the number of trainable scalars.
-    """
-    cls = student_definition(namespace, params.get("class_name", "LoRALinear"))
-    x = params["x"]
-    with seeded(params.get("seed", 0)):
-        base = nn.Linear(params["in_features"], params["out_features"])
-    base_weight, base_bias = base.weight.detach().clone(), base.bias.detach().clone()
-    with seeded(params.get("init_seed", 1)):
-        layer = cls(base, params["r"], params["alpha"])
-    output = layer(x)
-    if output.requires_grad:  # with nothing trainable there is nothing to back-propagate
-        output.sum().backward()
-    named = dict(layer.named_parameters())
-    return {
-        "output": output.detach(),
-        "base_weight": base_weight,
-        "base_bias": base_bias,
-        "parameters": {name: p.detach() for name, p in named.items()},
-        "requires_grad": {name: bool(p.requires_grad) for name, p in named.items()},
-        "has_grad": {name: p.grad is not None for name, p in named.items()},
-        "trainable": int(sum(p.numel() for p in named.values() if p.requires_grad)),
-    }
-
-
-
 @register_probe("constant")
 def constant(namespace: dict[str, Any], params: dict[str, Any]) -> Any:
     """The student's top-level ``params["name"]`` (an answer constant), as is; the
     worker refuses it if it is not plain data."""
     return student_definition(namespace, params["name"])
+
+
+@register_probe("import_fixture_modules")
+def import_fixture_modules(namespace: dict[str, Any], params: dict[str, Any]) -> list[str]:
+    """Import the modules that the fixtures ``params["fixtures"]`` declared (a second
+    of ``transformers`` each, the first time), ahead of the call that builds them.
+    Returns the modules imported."""
+    modules = fixture_imports(params["fixtures"])
+    for module in modules:
+        importlib.import_module(module)
+    return modules

@@ -66,7 +66,7 @@ def kill_processes(processes: list[psutil.Process]) -> None:
 def kill_tagged(name: str, value: str) -> int:
     """SIGKILL every process whose environment holds ``name=value``; how many were found.
 
-    The launcher puts a fresh tag in each worker's environment. A process that left
+    ``Worker`` puts a fresh tag in each worker's environment. A process that left
     the tree (possible in degraded mode when the worker died before its children)
     still carries it, unless it replaced its environment with ``execve``.
     """

@@ -21,12 +21,12 @@ them together, one budget per worker (``restart()`` starts a new one):
   and, without a cgroup, also adds up the tree's memory and counts its processes
   and threads itself. In degraded mode it also measures the scratch folder (a
   bounded walk). At the first limit reached it records which, and kills the tree;
-  the launcher then reports the failed request as ``LimitExceeded``.
+  ``Worker`` then reports the failed request as ``LimitExceeded``.
 
 The watchdog alone is weaker than a cgroup: it sees a limit crossed only at its next
 poll, by which time a fast allocation or fork loop can have gone further (bounded,
 per process, by the rlimits). Where it runs without a cgroup and the worker has a
-host user of its own, ``RLIMIT_NPROC`` (set by the launcher) makes the process
+host user of its own, ``RLIMIT_NPROC`` (set by ``Worker``) makes the process
 limit a hard one again.
 """
 from __future__ import annotations
@@ -92,7 +92,7 @@ def cpu_breach(value: float) -> Breach:
 class TreeLimits:
     """The whole-tree limits of one worker: its cgroup (if any) and its watchdog.
 
-    Lifecycle, driven by the launcher: construct (creates the cgroup), start the
+    Lifecycle, driven by ``Worker``: construct (creates the cgroup), start the
     worker through ``join_files``, ``watch(pid)``, and ``close()`` after the tree
     was killed. ``breach`` tells why the worker was killed, if a limit was the reason.
 

@@ -1,83 +1,476 @@
-"""Entry point of the sandboxed worker process: limits, standard streams, request loop.
+"""The grader's handle on a sandboxed worker process.
 
-Started by the launcher as ``python -m autograder.sandbox.worker --limits JSON
---threads N [--preload MODULE ...]``, inside bubblewrap or as a plain process.
-Requests and replies are frames (see ``protocol``) on the stdin/stdout the worker
-was started with; student code gets ``/dev/null`` as stdin and the worker's stderr
-as stdout, so neither ``print`` nor ``input`` can touch the channel.
+    with Worker(hidden_paths=[".../autograder/hidden", ".../gradebook.db"]) as worker:
+        for cell in solution_cells:
+            result = worker.exec_cell(cell.source, cell_id=cell.grade_id)
+        logits = expect_tensor(worker.call("next_token_logits", fixture("tiny_llama", seed=0), ids),
+                               dtype=torch.float32, shape=(1, 128))
 
-The request loop itself is in ``session``.
+Every request has a wall-clock timeout. When it runs out, or the worker dies or
+breaks the protocol, the worker's whole process tree is killed and the request
+raises ``WorkerTimeout`` or ``WorkerCrashed``; ``restart()`` then starts a fresh
+worker and re-runs the cells that had succeeded. A submission whose processes
+together go over a whole-tree limit (memory, processes, CPU time; see
+``tree_limits``) is killed the same way, and the request raises ``LimitExceeded``
+(a ``WorkerCrashed``) naming the limit. Student exceptions are not
+failures of the worker: ``exec_cell`` returns them in a ``CellResult``, and ``call``
+and ``probe`` raise them as ``StudentError`` (``ValueRejected`` for a return value
+that may not leave the sandbox), with the worker still running.
 
-This module imports nothing heavy at the top: the resource limits are applied
-first, so that they already bound ``import torch``.
+A ``Worker`` is meant for one grading thread at a time.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
-import ctypes
-import importlib
+import dataclasses
+import logging
 import os
+import shutil
+import subprocess
 import sys
-from typing import BinaryIO
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
+from . import protocol
+from .channel import ChannelClosed, FrameChannel
+from .errors import (
+    LimitExceeded,
+    ProtocolError,
+    RequestError,
+    SandboxError,
+    StudentError,
+    ValueRejected,
+    VocabularyError,
+    WorkerCrashed,
+    WorkerTimeout,
+)
+from .isolation import (
+    HostIdentity,
+    Relays,
+    bwrap_argv,
+    bwrap_support,
+    claim_host_identity,
+    gpu_device_nodes,
+    release_host_identity,
+    scrubbed_env,
+    trampoline_argv,
+    unreadable_by_others,
+)
 from .limits import ResourceLimits
+from .process_tree import freeze_tree, kill_processes, kill_tagged, kill_tree
+from .tree_limits import BACKENDS, TreeLimits
 
-PR_SET_CHILD_SUBREAPER = 36
+log = logging.getLogger(__name__)
 
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m autograder.sandbox.worker")
-    parser.add_argument("--limits", default=ResourceLimits().to_json(), help="ResourceLimits as JSON")
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    parser.add_argument("--preload", action="append", default=[], metavar="MODULE",
-                        help="module to import before serving, e.g. one that registers probes")
-    args = parser.parse_args(argv)
-
-    ResourceLimits.from_json(args.limits).apply()
-    _become_subreaper()
-    requests, replies = _claim_stdio()
-
-    # Only now, under the limits: torch, and everything that registers probes and
-    # fixtures, imported as it is on disk before any student code can patch it.
-    import torch
-
-    from .session import Session, serve
-
-    torch.set_num_threads(args.threads)
-    torch.set_num_interop_threads(args.threads)
-    for module in args.preload:
-        importlib.import_module(module)
-    status = serve(Session(), requests, replies)
-    # os._exit, not return: a thread the student left running must not keep us alive.
-    os._exit(status)
+TAG_VARIABLE = "AUTOGRADER_SANDBOX_WORKER"
+OUTPUT_TAIL_BYTES = 64 * 1024
+EXPOSED_CHECK_ENTRIES = 1000  # files and folders looked at per exposed path, for the warning
+_checked_exposed: set[str] = set()
+_degraded_warning = threading.Lock()
+_degraded_warned = False
 
 
-def _become_subreaper() -> None:
-    """Adopt orphaned descendants, so a double-forked student process stays in our
-    tree where the launcher can find and kill it (see ``process_tree``)."""
-    with contextlib.suppress(OSError, AttributeError):  # not Linux: the group kill still applies
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+@dataclass(frozen=True)
+class CellResult:
+    """Outcome of one cell: ``ok``, or the student's exception as ``error``."""
+
+    cell_id: str
+    ok: bool
+    error: StudentError | None = None
+
+    def raise_for_error(self) -> None:
+        if self.error is not None:
+            raise self.error
 
 
-def _claim_stdio() -> tuple[BinaryIO, BinaryIO]:
-    """Keep private duplicates of stdin/stdout for the protocol; give the student
-    ``/dev/null`` as fd 0 and stderr as fd 1.
+class Worker:
+    """A sandboxed Python process holding one student namespace.
 
-    Done at the file descriptor level, so output written by C code, ``os.write(1, ...)``
-    and subprocesses goes to stderr too. The duplicates are close-on-exec, so programs
-    the student runs do not inherit the channel.
+    Args:
+        isolation: "auto" (bubblewrap when it works on this host, else degraded),
+            "bwrap" (raise ``SandboxError`` when it does not work) or "degraded".
+        hidden_paths: files and directories the student must not see (bubblewrap
+            only): each directory is covered by an empty read-only tmpfs, each file
+            by an empty file. Paths that do not exist yet cannot be covered; hide
+            their parent directory.
+        exposed_paths: paths to keep readable although ``/tmp`` or a hidden directory
+            covers them (the interpreter and this package always are).
+        limits: resource limits: per process, applied by the worker to itself, and for
+            the whole process tree, applied by ``Worker`` (``ResourceLimits()``).
+        threads: torch/OpenMP threads in the worker.
+        timeout: default wall-clock seconds per request.
+        start_timeout: seconds allowed for the worker to start and import torch.
+        env: extra environment variables for the worker (the rest is scrubbed).
+        gpu: bind NVIDIA device nodes into the sandbox (default: when present).
+        preload: modules the worker imports before any student code, typically ones
+            that register more probes and fixtures (``@register_probe``). An import
+            error there makes start-up fail with ``WorkerCrashed``.
+        tree_limits_backend: how the whole-tree limits are enforced: "auto" (a cgroup
+            where the machine offers a writable one, else a polling watchdog),
+            "cgroup" (``SandboxError`` where there is none) or "watchdog".
     """
-    sys.stdout.flush()
-    requests = os.fdopen(os.dup(0), "rb")
-    replies = os.fdopen(os.dup(1), "wb")
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
-    sys.stdout.reconfigure(line_buffering=True)
-    return requests, replies
+
+    def __init__(self, *, isolation: str = "auto", hidden_paths: Iterable[str | os.PathLike] = (),
+                 exposed_paths: Iterable[str | os.PathLike] = (), limits: ResourceLimits | None = None,
+                 threads: int = 1, timeout: float = 30.0, start_timeout: float = 60.0,
+                 env: Mapping[str, str] | None = None, gpu: bool | None = None,
+                 preload: Iterable[str] = (), tree_limits_backend: str = "auto"):
+        if isolation not in ("auto", "bwrap", "degraded"):
+            raise ValueError(f"isolation must be 'auto', 'bwrap' or 'degraded', not {isolation!r}")
+        if tree_limits_backend not in BACKENDS:
+            raise ValueError(f"tree_limits_backend must be one of {BACKENDS}, not {tree_limits_backend!r}")
+        self.sandbox = _choose_sandbox(isolation)
+        self.hidden_paths = [os.fspath(p) for p in hidden_paths]
+        self.exposed_paths = [os.fspath(p) for p in exposed_paths]
+        self.limits = limits or ResourceLimits()
+        self.tree_limits_backend = tree_limits_backend
+        self.threads = threads
+        self.timeout = timeout
+        self.start_timeout = start_timeout
+        self.env = dict(env or {})
+        self.gpu = bool(gpu_device_nodes()) if gpu is None else gpu
+        self.preload = list(preload)
+        for module in self.preload:
+            if not all(part.isidentifier() for part in module.split(".")):
+                raise ValueError(f"not a module name: {module!r}")
+        self.info: dict[str, Any] = {}
+        self._history: list[tuple[str, str, float | None]] = []  # cells that succeeded
+        self._cells_seen = 0
+        self._next_id = 0
+        self._process: subprocess.Popen | None = None
+        self._channel: FrameChannel | None = None
+        self._output: _OutputTail | None = None
+        self._tree_limits: TreeLimits | None = None
+        self._finalizer: weakref.finalize | None = None
+        if self.sandbox == "bwrap" and bwrap_support().separate_users:
+            _warn_unreadable(self.exposed_paths)
+        self._start()
+
+    # ------------------------------------------------------------------ requests
+
+    def exec_cell(self, source: str, *, cell_id: str | None = None,
+                  timeout: float | None = None) -> CellResult:
+        """Run ``source`` in the student namespace. Student exceptions (syntax errors
+        included) come back in the result; a timeout or crash raises."""
+        self._cells_seen += 1
+        cell_id = cell_id or f"cell-{self._cells_seen}"
+        try:
+            self._request("exec_cell", timeout, f"cell {cell_id!r}", cell_id=cell_id, source=source)
+        except StudentError as error:
+            return CellResult(cell_id, False, error)
+        self._history.append((cell_id, source, timeout))
+        return CellResult(cell_id, True)
+
+    def call(self, name: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        """``name(*args, **kwargs)`` in the student namespace; its (decoded) return value.
+
+        Arguments must be vocabulary values or fixture references
+        (``fixtures.fixture(...)``). A student function taking a keyword argument
+        called ``timeout`` cannot receive it this way; wrap it in a probe.
+        """
+        return self._request("call", timeout, f"call {name}()", name=name, args=list(args), kwargs=kwargs)
+
+    def probe(self, name: str, params: Mapping[str, Any] | None = None, *,
+              timeout: float | None = None) -> Any:
+        """Run the trusted probe ``name`` (see ``probes``) on the student namespace."""
+        return self._request("probe", timeout, f"probe {name!r}", name=name, params=dict(params or {}))
+
+    def ping(self, *, timeout: float | None = None) -> dict[str, Any]:
+        """The worker's pid, uid, gid and versions, as seen inside the sandbox."""
+        return self._request("ping", timeout, "ping")
+
+    # ---------------------------------------------------------------- lifecycle
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        """Host pid of the process started (``bwrap`` itself under bubblewrap)."""
+        return self._process.pid if self._process is not None else None
+
+    def output(self) -> str:
+        """The last ``OUTPUT_TAIL_BYTES`` of what the worker printed (stdout and stderr)."""
+        return self._output.text() if self._output is not None else ""
+
+    def restart(self) -> list[CellResult]:
+        """Kill the worker if needed, start a fresh one, and re-run the cells that
+        succeeded before (the cell that hung or crashed is not among them). A replayed
+        cell that now hangs or crashes is dropped and the replay starts over without
+        it. Returns the results of the final replay, dropped cells included."""
+        pending = list(self._history)
+        dropped: list[CellResult] = []
+        while True:
+            self._stop()
+            self._history = []
+            self._start()
+            results = []
+            for index, (cell_id, source, timeout) in enumerate(pending):
+                try:
+                    results.append(self.exec_cell(source, cell_id=cell_id, timeout=timeout))
+                except (WorkerTimeout, WorkerCrashed) as exc:
+                    dropped.append(CellResult(cell_id, False, StudentError(type(exc).__name__, str(exc))))
+                    del pending[index]
+                    break
+            else:
+                return results + dropped
+
+    def close(self) -> None:
+        """Kill the worker and everything it started. Idempotent.
+
+        No graceful ``shutdown`` request: the student's state is not worth saving, and
+        killing the frozen tree is the one way to be sure nothing outlives it."""
+        self._stop()
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = f"pid {self.pid}" if self.alive else "stopped"
+        return f"<Worker {self.sandbox} {state}>"
+
+    # ----------------------------------------------------------------- internals
+
+    def _start(self) -> None:
+        scratch = tempfile.mkdtemp(prefix="autograder-worker-")
+        tag = uuid.uuid4().hex
+        identity: HostIdentity | None = None
+        tree_limits: TreeLimits | None = None
+        try:
+            tree_limits = TreeLimits(self.limits, backend=self.tree_limits_backend,
+                                     scratch=scratch if self.sandbox == "degraded" else None)
+            if self.sandbox == "bwrap" and bwrap_support().separate_users:
+                identity = claim_host_identity()
+            argv, relays, env = self._command(scratch, tag, identity)
+            argv = trampoline_argv(argv, cgroup_procs=tree_limits.join_files, relays=relays, identity=identity)
+            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, cwd=scratch, env=env, bufsize=0,
+                                       start_new_session=True, close_fds=True)
+        except BaseException:
+            if tree_limits is not None:
+                tree_limits.close()
+            if identity is not None:
+                release_host_identity(identity)
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        self._process = process
+        self._tree_limits = tree_limits
+        self._output = _OutputTail(process.stderr.fileno())
+        self._channel = FrameChannel(process.stdout.fileno(), process.stdin.fileno(),
+                                     alive=lambda: process.poll() is None)
+        # Also on garbage collection or interpreter exit, never leave a worker behind.
+        self._finalizer = weakref.finalize(self, _terminate, process, tag, scratch, self._output,
+                                           tree_limits, identity)
+        tree_limits.watch(process.pid)
+        self.info = self._request("ping", self.start_timeout, "start-up")
+
+    def _command(self, scratch: str, tag: str,
+                 identity: HostIdentity | None) -> tuple[list[str], list[tuple[str, str]], dict[str, str]]:
+        """The argv, relays (see ``isolation.Relays``) and environment of a worker
+        started in ``scratch`` as ``identity`` (None: as the grader's own user)."""
+        limits = self.limits
+        if self.sandbox == "degraded":
+            env = scrubbed_env(home=scratch, threads=self.threads, extra={**self.env, TAG_VARIABLE: tag})
+            return self._worker_command(limits), [], env
+        support = bwrap_support()
+        relays = Relays(os.path.join(scratch, "relays"))
+        if identity is not None:
+            # The worker's own user must reach the placeholder and the relays, not list them.
+            os.chmod(scratch, 0o711)
+            # RLIMIT_NPROC counts per user: with a user of its own, it is this worker's.
+            if limits.processes is None and limits.tree_processes is not None:
+                limits = dataclasses.replace(limits, processes=limits.tree_processes)
+        env = scrubbed_env(home="/tmp", threads=self.threads, extra={**self.env, TAG_VARIABLE: tag})
+        placeholder = os.path.join(scratch, "hidden")
+        open(placeholder, "w").close()
+        os.chmod(placeholder, 0o644)
+        argv = bwrap_argv(self._worker_command(limits), env=env, cwd="/tmp", hidden_paths=self.hidden_paths,
+                          exposed_paths=self.exposed_paths, placeholder_file=placeholder,
+                          gpu=self.gpu, disable_userns=support.disable_userns, bwrap=support.path or "bwrap",
+                          source=relays.source if identity is not None else None)
+        return argv, relays.pairs, env
+
+    def _worker_command(self, limits: ResourceLimits) -> list[str]:
+        command = [sys.executable, "-s", "-m", "autograder.sandbox.worker_main",
+                   "--limits", limits.to_json(), "--threads", str(self.threads)]
+        for module in self.preload:
+            command += ["--preload", module]
+        return command
+
+    def _stop(self, grace: float = 0.0) -> int | None:
+        """Kill the process tree; the worker's exit status if it exited on its own.
+
+        ``grace``: seconds to wait for a worker that closed its pipes to finish
+        exiting, so its exit status can be reported. Its descendants are frozen
+        first, so that they cannot use the time, and are killed even if the worker's
+        exit re-parents them out of its tree.
+        """
+        if self._finalizer is None:
+            return None
+        process = self._process
+        frozen = freeze_tree(process.pid)
+        if grace > 0:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(grace)
+        status = process.poll()
+        kill_processes(frozen)
+        self._finalizer()  # _terminate, once: kills what is left, reaps, cleans up
+        self._finalizer = None
+        self._channel = None
+        return status
+
+    def _request(self, op: str, timeout: float | None, what: str, **fields: Any) -> Any:
+        if not self.alive or self._channel is None:
+            self._raise_if_over_limit(what)
+            raise WorkerCrashed(f"{what}: the worker is not running; call restart()")
+        timeout = self.timeout if timeout is None else timeout
+        self._next_id += 1
+        request_id = self._next_id
+        payload = protocol.encode({"op": op, "id": request_id, **fields})
+        deadline = time.monotonic() + timeout
+        try:
+            self._channel.send(payload, deadline)
+            reply = protocol.decode(self._channel.recv(deadline), deadline=deadline)
+        except TimeoutError:
+            self._stop()
+            self._raise_if_over_limit(what)
+            raise WorkerTimeout(f"{what} did not finish within {timeout:g} s; the worker was "
+                                "killed (call restart())") from None
+        except (ChannelClosed, ProtocolError, OSError) as exc:
+            status = self._stop(grace=1.0)
+            self._raise_if_over_limit(what)
+            tail = self.output()
+            how = f" (exit status {status})" if status is not None else ""
+            raise WorkerCrashed(f"the worker died during {what}{how}: {exc}"
+                                + (f"\n--- last output ---\n{tail[-2000:]}" if tail else "")) from None
+        except VocabularyError as exc:
+            # A whole frame arrived, so the channel is in sync: only the value is bad
+            # (a worker the student tampered with let it through).
+            raise ValueRejected("VocabularyError", str(exc)) from None
+        return self._unpack(reply, request_id, op, what)
+
+    def _raise_if_over_limit(self, what: str) -> None:
+        """``LimitExceeded`` if a whole-tree limit is why the worker is gone."""
+        breach = self._tree_limits.breach if self._tree_limits is not None else None
+        if breach is not None:
+            raise LimitExceeded(f"{what} failed: {breach.message}; the worker was killed (call restart())",
+                                limit=breach.limit, value=breach.value)
+
+    def _unpack(self, reply: Any, request_id: int, op: str, what: str) -> Any:
+        if type(reply) is not dict or reply.get("id") != request_id or type(reply.get("ok")) is not bool:
+            self._stop()
+            raise WorkerCrashed(f"the worker sent a malformed reply to {what}")
+        if reply["ok"]:
+            return reply.get("value")
+        error = reply.get("error")
+        fields = ("kind", "type", "message", "traceback")
+        if type(error) is not dict or any(type(error.get(f)) is not str for f in fields):
+            self._stop()
+            raise WorkerCrashed(f"the worker sent a malformed error for {what}")
+        if error["kind"] == "request":
+            raise RequestError(f"{what}: {error['message']}")
+        error_type = ValueRejected if error["kind"] == "rejected" else StudentError
+        raise error_type(error["type"], error["message"], error["traceback"])
 
 
-if __name__ == "__main__":
-    main()
+def _choose_sandbox(isolation: str) -> str:
+    global _degraded_warned
+    support = bwrap_support() if isolation != "degraded" else None
+    if support is not None and support.usable:
+        return "bwrap"
+    if isolation == "bwrap":
+        raise SandboxError(f"bubblewrap sandbox requested but unavailable: {support.reason}")
+    with _degraded_warning:
+        if not _degraded_warned:
+            _degraded_warned = True
+            reason = support.reason if support is not None else "requested"
+            log.warning("Sandbox in DEGRADED mode (%s): student code runs as a plain process with "
+                        "resource limits only: no file system, network or user isolation.", reason)
+    return "degraded"
+
+
+def _terminate(process: subprocess.Popen, tag: str, scratch: str, output: _OutputTail,
+               tree_limits: TreeLimits, identity: HostIdentity | None) -> None:
+    kill_tree(process.pid)
+    # Degraded mode's last net: processes that left the tree (their parent, the
+    # worker, had died first) still carry the worker's tag in their environment.
+    # (Those in the worker's cgroup are also killed by tree_limits.close().)
+    kill_tagged(TAG_VARIABLE, tag)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # unkillable (D state); nothing more to do
+        log.error("sandbox worker %d did not exit after SIGKILL", process.pid)
+    tree_limits.close()
+    output.join(timeout=2)
+    # stderr only once nobody reads it any more (an escaped process could hold it open).
+    streams = [process.stdin, process.stdout] + ([process.stderr] if not output.running() else [])
+    for stream in streams:
+        with contextlib.suppress(OSError):
+            stream.close()
+    # The host user goes back to the pool only once nothing runs as it any more (an
+    # unkillable bwrap keeps it: its sandbox might still hold processes).
+    if identity is not None and process.poll() is not None:
+        release_host_identity(identity)
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _warn_unreadable(paths: list[str]) -> None:
+    """Log, once per path and process, the first thing in an exposed path that the
+    worker's own host user cannot read: the sandbox shows it, but student code gets
+    ``PermissionError`` (a cache folder made with ``mkdtemp``, a 0600 download)."""
+    for path in paths:
+        if path in _checked_exposed:
+            continue
+        _checked_exposed.add(path)
+        unreadable = unreadable_by_others(path, max_entries=EXPOSED_CHECK_ENTRIES)
+        if unreadable is not None:
+            log.warning("exposed path %s holds %s, which student code cannot read: the sandbox runs as a "
+                        "user of its own, so it needs read permission for others (chmod o+r, o+rx for "
+                        "folders)", path, unreadable)
+
+
+class _OutputTail:
+    """Drains the worker's stderr (where student stdout goes too) into a bounded
+    buffer. Always draining matters: a full pipe would block a chatty student's
+    ``print`` and look like a hang."""
+
+    def __init__(self, fd: int, limit: int = OUTPUT_TAIL_BYTES):
+        self._fd = fd
+        self._limit = limit
+        self._buffer = bytearray()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._drain, name="sandbox-output", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self._lock:
+                self._buffer += chunk
+                if len(self._buffer) > 2 * self._limit:  # trim in bulk, not on every chunk
+                    del self._buffer[:-self._limit]
+
+    def text(self) -> str:
+        with self._lock:
+            return bytes(self._buffer[-self._limit:]).decode(errors="replace")
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def running(self) -> bool:
+        return self._thread.is_alive()

@@ -3,7 +3,7 @@
 Only for testing the hidden suites themselves: the reference implementations
 (or deliberately broken copies) play the student, so a suite can be shown to
 give full marks to correct code and to fail wrong code, without notebooks or a
-sandbox. Real grading always uses ``autograder.grading.GradingSession``.
+sandbox. Real grading always uses ``autograder.session.GradingSession``.
 Values still make the round trip through the wire format, so a suite that
 depends on anything the protocol would refuse fails here too.
 """
@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import torch
 
-from autograder import grading
+from autograder.pytest_plugin import run_hidden_suite
+from autograder.report import TestResult
 from autograder.sandbox import protocol
 from autograder.sandbox.errors import StudentError
 from autograder.sandbox.fixtures import resolve_fixtures
@@ -82,9 +83,9 @@ def grading_environment() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def grade_in_process(stem: str, namespace: dict[str, Any]) -> list[grading.TestResult]:
+def grade_in_process(stem: str, namespace: dict[str, Any]) -> list[TestResult]:
     """The hidden suite of ``stem`` with ``namespace`` playing the student, on the CPU."""
-    return grading.run_hidden_suite(stem, InProcessSession(namespace), device="cpu")
+    return run_hidden_suite(stem, InProcessSession(namespace), device="cpu")
 
 
 def points_per_cell(results) -> dict[str, tuple[float, float]]:

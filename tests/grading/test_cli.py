@@ -19,7 +19,7 @@ import pytest
 
 from autograder import cli
 from autograder.config import GradingConfig
-from autograder.report import problem_report
+from autograder.report import Report
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "sample_submissions"
@@ -119,7 +119,7 @@ def test_exit_status_says_whether_to_retry(tmp_path, monkeypatch):
     root = small_class(tmp_path / "submitted", ("alice_full_solution",))
 
     def machine_failure(notebook, *, student, config):
-        return problem_report(student, Path(notebook).name, "the grader process failed (exit -9)",
+        return Report.problem(student, Path(notebook).name, "the grader process failed (exit -9)",
                               device=config.device, outcome="failed")
 
     monkeypatch.setattr(cli, "grade_in_subprocess", machine_failure)

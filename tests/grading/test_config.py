@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cli, grading
+from autograder import cli
+from autograder.session import GradingSession
 from autograder.config import GradingConfig
 from autograder.intake import ConfigurationError
 from autograder.nbgrader_plugin import SandboxedGrading
-from autograder.notebook import REPO, Cell, GradingPlan
-from autograder.sandbox import isolation, launcher
+from autograder.notebook import REPO
+from autograder.plan import Cell, GradingPlan
+from autograder.sandbox import isolation
+from autograder.sandbox import worker as worker_module
 from autograder.sandbox.errors import WorkerTimeout
 from autograder.sandbox.limits import GiB, MiB, ResourceLimits
 
@@ -135,7 +138,7 @@ def test_the_cli_exits_3_on_a_bad_value_and_grades_nothing(tmp_path, args):
 
 
 class RecordingWorker:
-    """Stands in for ``launcher.Worker``: records what the session gives it."""
+    """Stands in for ``autograder.sandbox.worker.Worker``: records what the session gives it."""
 
     sandbox = "bwrap"
 
@@ -146,7 +149,7 @@ class RecordingWorker:
 
     def exec_cell(self, source, *, cell_id, timeout):
         self.timeouts.append(("cell", timeout))
-        from autograder.sandbox.launcher import CellResult
+        from autograder.sandbox.worker import CellResult
 
         return CellResult(cell_id, True)
 
@@ -164,11 +167,11 @@ class RecordingWorker:
 
 
 def test_the_session_takes_its_timeouts_limits_and_paths_from_the_config(monkeypatch):
-    monkeypatch.setattr(launcher, "Worker", RecordingWorker)
+    monkeypatch.setattr(worker_module, "Worker", RecordingWorker)
     config = GradingConfig(timeout_cell=11, timeout_call=7, timeout_hung_call=3, timeout_worker_start=99,
                            max_restarts=1, tree_processes=64, hidden_paths=("/a", "/b"))
     plan = GradingPlan(stem="part_a_discovery", cells=[Cell("my_cell", "x = 1", "solution")])
-    session = grading.GradingSession(plan, config)
+    session = GradingSession(plan, config)
     session.start()
     worker = session.worker
     assert worker.kwargs["hidden_paths"] == ("/a", "/b")
@@ -188,16 +191,16 @@ def test_the_session_takes_its_timeouts_limits_and_paths_from_the_config(monkeyp
     assert session.fatal and "too many times" in session.fatal, "max_restarts comes from the config"
 
 
-def bwrap_argv_of_a_session(monkeypatch, tmp_path, config: GradingConfig) -> tuple[list[str], launcher.Worker]:
+def bwrap_argv_of_a_session(monkeypatch, tmp_path, config: GradingConfig) -> tuple[list[str], worker_module.Worker]:
     """The bwrap command line the grading session's real ``Worker`` would start, on a
     machine that has NVIDIA device nodes (simulated) and a working bubblewrap."""
     monkeypatch.setattr(isolation, "gpu_device_nodes", lambda: GPU_NODES)
-    monkeypatch.setattr(launcher, "gpu_device_nodes", lambda: GPU_NODES)
-    monkeypatch.setattr(launcher, "_choose_sandbox", lambda isolation_kind: "bwrap")
-    monkeypatch.setattr(launcher, "bwrap_support",
+    monkeypatch.setattr(worker_module, "gpu_device_nodes", lambda: GPU_NODES)
+    monkeypatch.setattr(worker_module, "_choose_sandbox", lambda isolation_kind: "bwrap")
+    monkeypatch.setattr(worker_module, "bwrap_support",
                         lambda: isolation.BwrapSupport("/usr/bin/bwrap", True, True, "ok", False))
-    monkeypatch.setattr(launcher.Worker, "_start", lambda self: None)
-    session = grading.GradingSession(GradingPlan(stem="part_a_discovery", cells=[]), config)
+    monkeypatch.setattr(worker_module.Worker, "_start", lambda self: None)
+    session = GradingSession(GradingPlan(stem="part_a_discovery", cells=[]), config)
     session.start()
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -236,4 +239,4 @@ def test_the_runner_passes_the_config_to_the_grading_job(monkeypatch, tmp_path):
     config = GradingConfig(timeout_notebook=42)
     report = runner.grade_in_subprocess(Path("x.ipynb"), student="eve", config=config)
     assert seen["timeout"] == 42 and config in seen["args"]
-    assert "did not finish within 42 s" in report["warnings"][0] and report["device"] == "cpu"
+    assert "did not finish within 42 s" in report.warnings[0] and report.device == "cpu"

@@ -9,10 +9,11 @@ import re
 import shutil
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder import course as course_module
-from autograder import notebook as notebook_module  # not its names: test_cell_points is no test
+from autograder import notebook as notebook_module
 from autograder.course import (
     KINDS,
     SETUP,
@@ -63,13 +64,22 @@ def test_items_and_points_agree_with_the_metadata(stem):
     written = {m["grade_id"]: float(m["points"]) for t, m in raw if t == "markdown" and m.get("grade")}
     solutions = [m["grade_id"] for t, m in raw if t == "code" and m.get("solution")]
     setup = [m["grade_id"] for t, m in raw if m.get("grade_id", "").startswith("setup")]
-    assert notebook.test_points == auto == notebook_module.test_cell_points(stem)  # what the grader reads
+    assert notebook.test_points == auto
     assert {item.grade_id: item.points for item in notebook.written} == written
     assert [item.grade_id for item in notebook.solutions] == solutions
     assert [item.grade_id for item in notebook.setup] == setup
     assert (notebook.auto_points, notebook.written_points) == (sum(auto.values()), sum(written.values()))
     assert [item.grade_id for item in notebook.items] == [m["grade_id"] for _, m in raw]
     assert all(item.points == 0 for item in notebook.items if not item.graded)
+
+
+@pytest.mark.parametrize("stem", load_course().stems)
+def test_items_carry_the_instructor_source_the_plan_runs(stem):
+    notebook = load_course().notebook(stem)
+    cells = nbformat.read(SOURCE / f"{stem}.ipynb", as_version=4).cells
+    for item in notebook.items:
+        assert item.source == cells[item.index].source, item.grade_id
+    assert all(item.source.strip() for item in notebook.setup)
 
 
 @pytest.mark.parametrize("stem", load_course().stems)

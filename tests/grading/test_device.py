@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import grading
+from autograder import session as grading_session
 from autograder.config import GradingConfig
-from autograder.notebook import GradingPlan
+from autograder.plan import GradingPlan
 from autograder.sandbox import isolation
 
 
@@ -19,8 +19,8 @@ def test_the_worker_gets_gpu_nodes_only_when_grading_on_cuda(monkeypatch, device
         def __init__(self, **kwargs):
             seen.update(kwargs)
 
-    monkeypatch.setattr("autograder.sandbox.launcher.Worker", FakeWorker)
-    session = grading.GradingSession(GradingPlan(stem="part_a_discovery", cells=[]), GradingConfig(device=device))
+    monkeypatch.setattr("autograder.sandbox.worker.Worker", FakeWorker)
+    session = grading_session.GradingSession(GradingPlan(stem="part_a_discovery", cells=[]), GradingConfig(device=device))
     session.start()
     assert seen["gpu"] is gpu
 

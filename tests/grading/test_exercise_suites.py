@@ -10,7 +10,7 @@ stand-in students (the pattern of ``test_hidden_suites.py``).
 * The classification tests are discriminating: a classifier that always answers
   the same class fails each of them.
 
-Suites run through ``autograder.grading.run_hidden_suite`` with an
+Suites run through ``autograder.pytest_plugin.run_hidden_suite`` with an
 ``InProcessSession`` (no sandbox; values still cross the wire format), on the CPU.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from torch import nn
 REPO = Path(__file__).resolve().parents[2]
 from autograder.course import load_course  # noqa: E402
 from autograder.reference import exercises, scoring  # noqa: E402
-from autograder.sandbox import exercise_probes, item_probes  # noqa: E402,F401  (probes and fixtures of the suites)
+from autograder.drivers import models, probes  # noqa: E402,F401  (the fixtures and probes of the suites)
 from tests.grading.inprocess import (  # noqa: E402
     GRADER_BUG,
     failures,

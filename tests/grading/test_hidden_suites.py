@@ -9,7 +9,7 @@
 * A function that still raises NotImplementedError scores zero, with the status
   "error" and a message that says it is not implemented.
 
-Suites run through ``autograder.grading.run_hidden_suite`` with an
+Suites run through ``autograder.pytest_plugin.run_hidden_suite`` with an
 ``InProcessSession`` (no sandbox, values still cross the wire format), on the CPU.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 REPO = Path(__file__).resolve().parents[2]
 from autograder.course import load_course  # noqa: E402
 from autograder.reference import arithmetic  # noqa: E402
-from autograder.sandbox import item_probes  # noqa: E402,F401  (the probes and fixtures of the suites)
+from autograder.drivers import models, probes  # noqa: E402,F401  (the fixtures and probes of the suites)
 from tests.grading.inprocess import (  # noqa: E402
     GRADER_BUG,
     failures,

@@ -7,7 +7,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.notebook import metadata_problem, plan_grading
+from autograder.notebook import metadata_problem
+from autograder.plan import plan_grading
 
 REPO = Path(__file__).resolve().parents[2]
 STEM = "part_a_discovery"

@@ -23,6 +23,7 @@ from autograder.course import load_course
 from autograder.feedback_math import latex_to_mathml
 from autograder.nbgrader_export import NotebookScoresExport, notebook_columns
 from autograder.nbgrader_plugin import cell_outputs
+from autograder.report import TestResult
 from autograder.release import venv_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,8 +95,7 @@ def test_every_formula_of_the_notebooks_converts():
 
 # ============================================================== test-cell outputs (fast)
 def _test(name, status, points, message=""):
-    return {"grade_id": "test_x", "test": name, "status": status, "points": points, "max_points": 1,
-            "message": message}
+    return TestResult("test_x", name, status, points, 1, message)
 
 
 def test_partial_credit_shows_points_and_the_failing_tests():

@@ -1,18 +1,21 @@
-"""Reports have a bounded size whatever a submission returns, and are written whole or not at all."""
+"""Reports: one type for every rendering, a bounded size whatever a submission returns,
+written whole or not at all, and read back as untrusted input."""
 from __future__ import annotations
 
 import csv
 import json
 
-from autograder.report import (MAX_MESSAGE_CHARS, MAX_REPORT_BYTES, MAX_WARNINGS, bounded, clip,
-                               problem_report, write_report, write_table)
+import pytest
+
+from autograder.intake import IntakeError
+from autograder.report import (MAX_MESSAGE_CHARS, MAX_REPORT_BYTES, MAX_WARNINGS, Report, TestResult, clip,
+                               read_report, to_gradescope, write_gradescope, write_report, write_table)
 
 
-def report_with(messages: list[str], warnings: list[str] | None = None) -> dict:
-    return {"student": "s", "assignment": "week6", "notebook": "n.ipynb", "score": 0.0, "max_score": 1.0,
-            "sandbox": "bwrap", "device": "cpu", "duration_s": 1.0, "warnings": warnings or [],
-            "tests": [{"grade_id": "g", "test": f"t{i}", "status": "failed", "points": 0.0, "max_points": 1.0,
-                       "message": m} for i, m in enumerate(messages)]}
+def report_with(messages: list[str], warnings: list[str] | None = None) -> Report:
+    return Report(student="s", notebook="n.ipynb", score=0.0, max_score=1.0, sandbox="bwrap", device="cpu",
+                  duration_s=1.0, warnings=warnings or [],
+                  tests=[TestResult("g", f"t{i}", "failed", 0.0, 1.0, m) for i, m in enumerate(messages)])
 
 
 def test_clip_keeps_both_ends_and_says_how_much_went():
@@ -25,21 +28,32 @@ def test_clip_keeps_both_ends_and_says_how_much_went():
 
 
 def test_a_ten_megabyte_message_makes_a_small_report():
-    report = bounded(report_with(["got " + "0" * 10_000_000]))
+    report = report_with(["got " + "0" * 10_000_000]).to_json()
     assert len(json.dumps(report)) < 4 * MAX_MESSAGE_CHARS
     assert len(report["tests"][0]["message"]) == MAX_MESSAGE_CHARS
 
 
 def test_many_long_messages_stay_under_the_report_cap():
-    report = bounded(report_with(["y" * 50_000] * 400, warnings=["w" * 50_000] * 100))
+    report = report_with(["y" * 50_000] * 400, warnings=["w" * 50_000] * 100).to_json()
     assert len(json.dumps(report, indent=2)) <= MAX_REPORT_BYTES
     assert len(report["warnings"]) == MAX_WARNINGS + 1
     assert "more warnings" in report["warnings"][-1]
 
 
 def test_problem_reports_score_nothing_and_say_why():
-    report = problem_report("eve", "x.ipynb", "it is a FIFO")
-    assert (report["score"], report["max_score"], report["tests"], report["warnings"]) == (0.0, 0.0, [], ["it is a FIFO"])
+    report = Report.problem("eve", "x.ipynb", "it is a FIFO")
+    assert (report.outcome, report.score, report.max_score, report.tests, report.warnings) == (
+        "rejected", 0.0, 0.0, [], ["it is a FIFO"])
+
+
+def test_a_report_survives_its_json_round_trip(tmp_path):
+    report = report_with(["m"], warnings=["w"])
+    report.submission_sha256, report.schema_version, report.grader_peak_rss_mib = "ab" * 32, 1, 300.5
+    assert read_report(write_report(tmp_path, "s", "n", report)) == report
+    on_disk = json.loads((tmp_path / "s" / "n.json").read_text())
+    assert list(on_disk)[:11] == ["student", "assignment", "outcome", "notebook", "score", "max_score", "sandbox",
+                                  "device", "duration_s", "tests", "warnings"]
+    assert "grader_version" not in on_disk, "what is not known is left out, not written as null"
 
 
 def test_reports_are_written_atomically_and_leave_no_temporary_files(tmp_path):
@@ -50,20 +64,27 @@ def test_reports_are_written_atomically_and_leave_no_temporary_files(tmp_path):
 
 
 def test_the_class_table_cannot_carry_spreadsheet_formulas(tmp_path):
-    report = problem_report("alice", "=HYPERLINK(\"http://x\")", "bad name")
+    report = Report.problem("alice", "=HYPERLINK(\"http://x\")", "bad name")
     with (write_table([report], tmp_path)).open() as handle:
         (row,) = list(csv.DictReader(handle))
     assert row["notebook"].startswith("'=")
+    assert (row["outcome"], row["failed"], row["passed"]) == ("rejected", "0", "0")
+
+
+def test_the_class_table_counts_each_status(tmp_path):
+    report = report_with(["a", "b"])
+    report.tests.append(TestResult("g", "t_ok", "passed", 1.0, 1.0, ""))
+    with (write_table([report], tmp_path)).open() as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert (row["passed"], row["failed"], row["error"]) == ("1", "2", "0")
 
 
 def test_gradescope_results_carry_each_test(tmp_path):
-    from autograder.report import write_gradescope
-
     report = report_with(["differs from the reference"])
-    report["tests"].append({"grade_id": "g", "test": "t_ok", "status": "passed", "points": 1.0,
-                            "max_points": 1.0, "message": ""})
-    report["score"] = 1.0
+    report.tests.append(TestResult("g", "t_ok", "passed", 1.0, 1.0, ""))
+    report.score = 1.0
     results = json.loads(write_gradescope(tmp_path, "alice", "part_a", report).read_text())
+    assert results == to_gradescope(report)
     assert results["score"] == 1.0
     assert [(t["status"], t["score"], t["max_score"]) for t in results["tests"]] == [
         ("failed", 0.0, 1.0), ("passed", 1.0, 1.0)]
@@ -72,16 +93,28 @@ def test_gradescope_results_carry_each_test(tmp_path):
 
 
 def test_a_report_read_back_is_checked_and_clipped(tmp_path):
-    import pytest
-
-    from autograder.intake import IntakeError
-    from autograder.report import read_report
-
     path = write_report(tmp_path, "alice", "part_a", report_with(["z" * 100_000]))
-    assert len(read_report(path)["tests"][0]["message"]) == MAX_MESSAGE_CHARS
+    assert len(read_report(path).tests[0].message) == MAX_MESSAGE_CHARS
     (tmp_path / "list.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="no report"):
         read_report(tmp_path / "list.json")
     (tmp_path / "link.json").symlink_to(path)
     with pytest.raises(IntakeError, match="symbolic link"):
         read_report(tmp_path / "link.json")
+
+
+@pytest.mark.parametrize("field, value, fragment", [
+    ("score", "40", "'score' has the wrong type"),
+    ("score", float("nan"), "'score' has the wrong type"),
+    ("warnings", ["ok", 3], "'warnings' has the wrong type"),
+    ("tests", [{"grade_id": "g"}], "exactly the fields"),
+    ("tests", [{"grade_id": "g", "test": "t", "status": "passed", "points": "1", "max_points": 1.0,
+                "message": ""}], "'points' is not a number"),
+    ("student", None, "'student' has the wrong type"),
+])
+def test_a_tampered_report_is_refused_with_the_field_named(tmp_path, field, value, fragment):
+    data = report_with(["m"]).to_json()
+    data[field] = value
+    (tmp_path / "r.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=fragment):
+        read_report(tmp_path / "r.json")

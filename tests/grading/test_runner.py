@@ -73,8 +73,8 @@ def test_a_failed_grading_process_becomes_a_report(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "run_forked", lambda *a, **k: None)
     report = runner.grade_in_subprocess(tmp_path / "x.ipynb", student="eve",
                                         config=GradingConfig(device="cpu", timeout_notebook=5))
-    assert report["score"] == 0 and report["sandbox"] == "none"
-    assert "did not finish within 5 s" in report["warnings"][0]
+    assert report.score == 0 and report.sandbox == "none"
+    assert "did not finish within 5 s" in report.warnings[0]
     monkeypatch.setattr(runner, "run_forked", lambda *a, **k: 1)
     report = runner.grade_in_subprocess(tmp_path / "x.ipynb", student="eve", config=GradingConfig(device="cpu"))
-    assert report["warnings"][0].startswith("the grader process failed (exit 1)")
+    assert report.warnings[0].startswith("the grader process failed (exit 1)")

@@ -111,7 +111,7 @@ def test_detached_process_cannot_rewrite_reports(graded):
     # Workers of this checkout only (their command starts with this interpreter): other
     # checkouts on the machine may be grading at the same time.
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-    left = [line for line in ps if f"{sys.executable} -s -m autograder.sandbox.worker" in line]
+    left = [line for line in ps if f"{sys.executable} -s -m autograder.sandbox.worker_main" in line]
     assert left == [], "a sandboxed worker outlived its grading job"
 
 

@@ -112,10 +112,10 @@ def test_label_log_probs_stable_for_huge_logits():
 
 @pytest.fixture(scope="module")
 def prompt_setup():
-    from autograder.sandbox import exercise_probes
+    from autograder.drivers import models
     from autograder.sandbox.fixtures import build_fixture, fixture
 
-    model = build_fixture(fixture("decoder_lm", seed=3, vocab_size=exercise_probes.PROMPT_VOCAB_SIZE))
+    model = build_fixture(fixture("decoder_lm", seed=3, vocab_size=models.PROMPT_VOCAB_SIZE))
     tokenizer = build_fixture(fixture("prompt_tokenizer"))
     return model, tokenizer
 

@@ -13,7 +13,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 from autograder.sandbox.isolation import bwrap_support  # noqa: E402
-from autograder.sandbox.launcher import Worker  # noqa: E402
+from autograder.sandbox.worker import Worker  # noqa: E402
 
 # A host folder the shared worker can read (it sees nothing else outside the system
 # folders): tests drop files here to change what student code observes. mkdtemp makes
@@ -35,7 +35,7 @@ def sandbox(request) -> str:
 def worker(sandbox):
     """One worker per module and sandbox kind; tests must not depend on each other's cells.
 
-    It preloads ``sample_probes`` (a probe module of the tests) to exercise ``preload``."""
-    with Worker(isolation=sandbox, timeout=30, preload=["tests.sandbox.sample_probes"],
+    It preloads ``sample_drivers`` (the tests' drivers) to exercise ``preload``."""
+    with Worker(isolation=sandbox, timeout=30, preload=["tests.sandbox.sample_drivers"],
                 exposed_paths=[str(Path(__file__).resolve().parents[1]), str(TRIGGERS)]) as shared:
         yield shared

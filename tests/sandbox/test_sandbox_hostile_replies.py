@@ -18,7 +18,7 @@ import pytest
 
 from autograder.sandbox import protocol
 from autograder.sandbox.errors import ValueRejected, WorkerCrashed, WorkerTimeout
-from autograder.sandbox.launcher import Worker
+from autograder.sandbox.worker import Worker
 from tests.sandbox.test_sandbox_protocol import (
     deflated_tensor_payload,
     list_pickle,

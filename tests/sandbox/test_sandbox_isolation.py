@@ -19,7 +19,7 @@ import pytest
 
 from autograder.sandbox.errors import StudentError, WorkerCrashed
 from autograder.sandbox.isolation import HOST_ID_BASE, REPO_ROOT, bwrap_support
-from autograder.sandbox.launcher import Worker
+from autograder.sandbox.worker import Worker
 
 SUPPORT = bwrap_support()
 needs_bwrap = pytest.mark.skipif(not SUPPORT.usable, reason=f"bubblewrap sandbox unavailable: {SUPPORT.reason}")
@@ -262,7 +262,7 @@ def test_a_virtual_environment_reached_through_a_link_keeps_the_full_sandbox(tmp
     link = tmp_path / "venv-link"
     link.symlink_to(Path(sys.prefix).resolve(), target_is_directory=True)
     python = link / "bin" / Path(sys.executable).name
-    probe = ("from autograder.sandbox.launcher import Worker\n"
+    probe = ("from autograder.sandbox.worker import Worker\n"
              "with Worker(isolation='bwrap') as worker:\n"
              "    print(worker.sandbox, worker.ping()['uid'])\n")
     done = subprocess.run([str(python), "-c", probe], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,

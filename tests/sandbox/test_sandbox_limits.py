@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from autograder.sandbox.errors import LimitExceeded, StudentError, WorkerCrashed
-from autograder.sandbox.launcher import Worker
+from autograder.sandbox.worker import Worker
 from autograder.sandbox.limits import GiB, MiB, ResourceLimits
 from autograder.sandbox.tree_limits import create_cgroup
 

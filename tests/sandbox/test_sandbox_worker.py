@@ -12,8 +12,9 @@ from torch import nn
 from autograder.sandbox import protocol
 from autograder.sandbox.errors import RequestError, StudentError, ValueRejected, WorkerCrashed
 from autograder.sandbox.fixtures import FIXTURE_KEY, build_fixture, fixture, seeded
+from tests.sandbox import sample_drivers  # noqa: F401  (registers the fixtures and probes of these tests)
 from autograder.sandbox.isolation import REPO_ROOT, scrubbed_env
-from autograder.sandbox.launcher import OUTPUT_TAIL_BYTES, TAG_VARIABLE, Worker
+from autograder.sandbox.worker import OUTPUT_TAIL_BYTES, TAG_VARIABLE, Worker
 from autograder.sandbox.protocol import expect_tensor
 
 
@@ -231,7 +232,7 @@ def test_the_lora_probe_names_a_missing_class(worker):
 
 def test_preloaded_modules_register_probes(worker):
     worker.exec_cell("alpha = 1\ndef beta():\n    pass\n").raise_for_error()
-    names = worker.probe("namespace_names")  # registered by tests/sandbox/sample_probes.py
+    names = worker.probe("namespace_names")  # registered by tests/sandbox/sample_drivers.py
     assert {"alpha", "beta"} <= set(names)
 
 
@@ -242,7 +243,7 @@ def test_a_preload_that_fails_to_import_fails_the_start():
 
 def test_the_worker_answers_raw_frames_and_shuts_down_on_request():
     # The entry point without the launcher: frames in, frames out, exit status 0.
-    worker = subprocess.Popen([sys.executable, "-m", "autograder.sandbox.worker"], cwd=REPO_ROOT,
+    worker = subprocess.Popen([sys.executable, "-m", "autograder.sandbox.worker_main"], cwd=REPO_ROOT,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         for request in (["not", "a", "dict"], {"op": "ping", "id": 1}, {"op": "shutdown", "id": 2}):

@@ -1,48 +1,29 @@
-"""Probes and fixture builders of the Week 6 hidden suites.
+"""The probes of the Week 6 hidden suites: instructor-written steps run next to student code.
 
-Like ``probes`` and ``fixtures``, this is trusted instructor code that runs *inside*
-the worker, next to the student's namespace, and returns only plain data. It is
-kept apart from the sandbox's own modules because it knows about the assignment's
-items. The worker imports it at start-up; the grader imports it too, for two
-reasons: ``fixture(...)`` only accepts registered names, and the hidden tests run
-the same ``drive_*`` functions below with the *reference* implementation, so the
-student's code and the reference go through exactly the same steps.
-
-Nothing here may import ``autograder.reference`` (the reference is hidden from the
-sandbox). Randomness: a probe that needs a seeded global generator forks the RNG
-state, so it leaves the caller's generators as it found them.
-
-Fixtures (``fixture(name, **params)``):
-
-* ``decoder_lm(seed, device="cpu", vocab_size=96, hidden=32, layers=2, heads=4,
-  initializer_range=0.5)``: a seeded ``LlamaForCausalLM`` in eval mode. The
-  large initializer range gives peaked next-token distributions, so greedy and
-  beam search make clear choices (top logits several tenths apart) rather
-  than near-ties that rounding could flip.
-* ``bert_classifier(seed, device="cpu", vocab_size=64, hidden=32, layers=2,
-  heads=4, num_labels=3, dropout=0.0)``: a seeded
-  ``BertForSequenceClassification`` in eval mode.
-* ``bigram_lm(log_probs, device="cpu")``: a fake causal LM whose next-token
-  log-probabilities ([V, V] table, row = last token) depend on the last token
-  only, for hand-computed decoding cases.
+A probe runs inside the worker, beside the student's namespace, and returns only
+plain data. Where a test must drive a stateful object (a training loop, a LoRA
+layer, a truncated encoder), the steps live in a ``drive_*`` function that the
+probe runs with the student's code and the hidden test runs with the reference's,
+so both go through exactly the same steps. Randomness: a probe that needs a seeded
+global generator forks the RNG state (``forked_rng``), leaving the caller's
+generators as it found them.
 
 Probes (``student.probe(name, **params)``), each documented below:
-``seeded_call``, ``call_keeping_inputs``,
-``raises``, ``train_epoch_run``, ``evaluate_run``, ``freeze_layers_run``,
-``lora_layer``, ``apply_lora_run``.
+``seeded_call``, ``call_keeping_inputs``, ``raises``, ``train_epoch_run``,
+``evaluate_run``, ``freeze_layers_run``, ``lora_layer``, ``apply_lora_run``,
+``subsample_balanced_seeds``, ``truncate_encoder_run``.
 """
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from types import SimpleNamespace
 from typing import Any
 
 import torch
 from torch import nn
 
-from .fixtures import register_fixture, seeded
-from .probes import register_probe, student_definition
+from autograder.sandbox.fixtures import seeded
+from autograder.sandbox.probes import register_probe, student_definition
 
 MISSING = "__default__"  # a keyword the driver must leave out, so the function's default applies
 
@@ -59,74 +40,7 @@ def forked_rng(device: torch.device | str, seed: int | None) -> Iterator[None]:
         yield
 
 
-# --------------------------------------------------------------------- fixtures
-
-@register_fixture("decoder_lm")
-def decoder_lm(seed: int = 0, device: str = "cpu", vocab_size: int = 96, hidden: int = 32,
-               layers: int = 2, heads: int = 4, initializer_range: float = 0.5,
-               max_positions: int = 128):
-    """A seeded ``LlamaForCausalLM`` (eager attention, no bos/eos/pad in its
-    generation config, so only the ids a test passes mean anything), in eval mode."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
-                         num_hidden_layers=layers, num_attention_heads=heads,
-                         num_key_value_heads=heads, max_position_embeddings=max_positions,
-                         initializer_range=initializer_range, attn_implementation="eager",
-                         bos_token_id=None, eos_token_id=None, pad_token_id=None)
-    with seeded(seed):
-        model = LlamaForCausalLM(config)
-    for name in ("bos_token_id", "eos_token_id", "pad_token_id"):
-        setattr(model.generation_config, name, None)
-    return model.to(device).eval()
-
-
-@register_fixture("bert_classifier")
-def bert_classifier(seed: int = 0, device: str = "cpu", vocab_size: int = 64, hidden: int = 32,
-                    layers: int = 2, heads: int = 4, num_labels: int = 3, dropout: float = 0.0,
-                    max_positions: int = 64):
-    """A seeded ``BertForSequenceClassification`` (eager attention), in eval mode."""
-    from transformers import BertConfig, BertForSequenceClassification
-
-    config = BertConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=heads, intermediate_size=2 * hidden,
-                        max_position_embeddings=max_positions, num_labels=num_labels,
-                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
-                        attn_implementation="eager", pad_token_id=0)
-    with seeded(seed):
-        model = BertForSequenceClassification(config)
-    return model.to(device).eval()
-
-
-class BigramLM(nn.Module):
-    """A causal LM whose next-token log-probabilities depend on the last token only.
-
-    Called like a ``transformers`` model (``model(ids)``, ``model(input_ids=ids,
-    attention_mask=...)``); returns an object with ``.logits`` [B, T, V]. It has
-    a parameter (the table), so ``next(model.parameters()).device`` works.
-    """
-
-    def __init__(self, log_probs: torch.Tensor):
-        super().__init__()
-        self.table = nn.Parameter(log_probs.detach().clone(), requires_grad=False)
-        self.config = SimpleNamespace(vocab_size=log_probs.size(-1), is_encoder_decoder=False,
-                                      eos_token_id=None, pad_token_id=None, bos_token_id=None)
-
-    @property
-    def device(self) -> torch.device:
-        return self.table.device
-
-    def forward(self, input_ids=None, attention_mask=None, **unused):
-        return SimpleNamespace(logits=self.table[input_ids], past_key_values=None)
-
-
-@register_fixture("bigram_lm")
-def bigram_lm(log_probs: torch.Tensor, device: str = "cpu"):
-    return BigramLM(log_probs).to(device).eval()
-
-
-# --------------------------------------------------------------------- probes
-
+# --------------------------------------------------------------------- calls
 @register_probe("seeded_call")
 def seeded_call(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
     """Call a student function with a ``torch.Generator`` built here (a generator
@@ -454,3 +368,82 @@ def apply_lora_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[st
     params = dict(params)
     model = params.pop("model")
     return drive_apply_lora(student_definition(namespace, params.pop("name", "apply_lora")), model, **params)
+
+
+# -- exercise 2: balanced subsampling
+@register_probe("subsample_balanced_seeds")
+def subsample_balanced_seeds(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """Call the student's ``subsample_balanced(labels, n, seed)`` once per seed.
+
+    params: ``labels`` (tensor or list), ``n``, ``seeds`` (list of ints), ``name``
+    (default "subsample_balanced"). The global generator is seeded with 0 first
+    (and restored after), so code that wrongly draws from it gives the same
+    stream in every run.
+
+    Returns ``{"values": the results stacked along a new first dimension when they
+    are all tensors of one shape (else the list), "stacked": bool, "labels_after":
+    labels after the calls}``.
+    """
+    function = student_definition(namespace, params.get("name", "subsample_balanced"))
+    labels, n = params["labels"], params["n"]
+    with forked_rng("cpu", 0):
+        values = [function(labels, n, seed) for seed in params["seeds"]]
+    stackable = (all(type(v) is torch.Tensor for v in values)
+                 and len({(v.shape, v.dtype, v.device) for v in values}) == 1 and len(values) > 0)
+    return {"values": torch.stack(values) if stackable else values, "stacked": bool(stackable),
+            "labels_after": labels}
+
+
+# -- exercise 4: a shallower encoder
+def drive_truncate_encoder(truncate_encoder: Callable, model: nn.Module, num_layers: int, *,
+                           input_ids: torch.Tensor, attention_mask: torch.Tensor) -> dict[str, Any]:
+    """``truncate_encoder(model, num_layers)`` on a BERT model, then a look at both models.
+
+    Returns ``{"class_name": class of the new model, "same_class": same class as
+    the original, "returned_original": the very object passed in, "config_layers":
+    new.config.num_hidden_layers, "layers": len(new.base_model.encoder.layer),
+    "parameters": {name: tensor} of the new model, "logits": the new model's
+    output on (input_ids, attention_mask) in eval mode, "original_unchanged": the
+    original still has its layers, config value and weights, "shares_storage":
+    names of the new model's parameters that share memory with a parameter of the
+    original, "shares_config": the new model's config is the original's object}``.
+    """
+    device = next(model.parameters()).device
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    layers_before = len(model.base_model.encoder.layer)
+    config_before = model.config.num_hidden_layers
+
+    new = truncate_encoder(model, num_layers)
+
+    named = dict(model.named_parameters())
+    original_pointers = {p.data_ptr() for p in model.parameters()}
+    new_named = dict(new.named_parameters())
+    new.eval()
+    with torch.no_grad():
+        output = new(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device))
+    logits = output.logits if hasattr(output, "logits") else output.last_hidden_state
+    return {
+        "class_name": type(new).__name__,
+        "same_class": type(new) is type(model),
+        "returned_original": new is model,
+        "config_layers": getattr(new.config, "num_hidden_layers", None),
+        "layers": len(new.base_model.encoder.layer),
+        "parameters": {name: p.detach() for name, p in new_named.items()},
+        "logits": logits.detach(),
+        "original_unchanged": bool(
+            len(model.base_model.encoder.layer) == layers_before
+            and model.config.num_hidden_layers == config_before
+            and set(named) == set(before)
+            and all(torch.equal(named[name].detach(), value) for name, value in before.items())),
+        "shares_storage": sorted(name for name, p in new_named.items() if p.data_ptr() in original_pointers),
+        "shares_config": new.config is model.config,
+    }
+
+
+@register_probe("truncate_encoder_run")
+def truncate_encoder_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """``drive_truncate_encoder`` with the student's ``truncate_encoder``. params:
+    ``model`` (fixture reference), ``num_layers``, ``input_ids``, ``attention_mask``."""
+    params = dict(params)
+    function = student_definition(namespace, params.pop("name", "truncate_encoder"))
+    return drive_truncate_encoder(function, params.pop("model"), params.pop("num_layers"), **params)

@@ -1,0 +1,128 @@
+"""The hidden suites under pytest: collection, outcomes, and each test's share of the points.
+
+``run_hidden_suite`` runs ``autograder/hidden/test_<stem>.py`` in this (trusted)
+process with the grading session active: every test reaches the student only
+through ``autograder.suite.Student``. :class:`ResultCollector` turns each test's
+outcome into a status, points and a message (:func:`classify`), never showing
+hidden-test code: a message comes from a failed check, a student's exception or
+the sandbox, clipped before anything keeps it.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from .report import TestResult, clip
+from .suite import CellFailed, Forbidden, GradingFailure, Missing, active_session
+
+HIDDEN_DIR = Path(__file__).resolve().parent / "hidden"
+log = logging.getLogger("autograder")
+
+
+def suite_path(stem: str) -> Path:
+    """The hidden suite of notebook ``stem`` (it may not exist: a notebook with nothing auto-graded)."""
+    return HIDDEN_DIR / f"test_{stem}.py"
+
+
+def classify(excinfo) -> tuple[str, str]:
+    """(status, message) for a test that raised; messages never quote test code."""
+    from .sandbox.errors import LimitExceeded, StudentError, ValueRejected, WorkerCrashed, WorkerTimeout
+
+    err = excinfo.value
+    if isinstance(err, Forbidden):
+        return "forbidden", str(err)
+    if isinstance(err, Missing):
+        return "missing", str(err)
+    if isinstance(err, CellFailed):
+        return "error", str(err)
+    if isinstance(err, WorkerTimeout):
+        return "timeout", "your code did not finish within the time limit (an infinite loop?)"
+    if isinstance(err, LimitExceeded):
+        return "error", f"your code went over a limit of the sandbox ({err})"
+    if isinstance(err, WorkerCrashed):
+        return "error", f"your code ended the sandboxed process ({err})"
+    if isinstance(err, ValueRejected):
+        return "failed", f"the returned value cannot be graded: {err.message}"
+    if isinstance(err, StudentError):
+        if err.type_name == "NotImplementedError":
+            return "error", "not implemented: the function still raises NotImplementedError"
+        detail = f"{err.type_name}: {err.message}"[:400]
+        tail = "\n".join(err.traceback.strip().splitlines()[-4:]) if err.traceback else ""
+        return "error", f"your code raised {detail}" + (f"\n{tail}" if tail else "")
+    if isinstance(err, (GradingFailure, AssertionError)):
+        return "failed", clip(str(err)) or "the result is not what the reference computes"
+    log.error("grader error in a hidden test: %r", err)
+    return "error", f"the grader could not run this test ({type(err).__name__}); please tell the course staff"
+
+
+class ResultCollector:
+    """Collects one :class:`TestResult` per hidden test (and device variant)."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        marker = item.get_closest_marker("graded")
+        if marker is None:
+            return
+        function = item.originalname if hasattr(item, "originalname") else item.name
+        if report.when == "setup" and report.skipped:
+            self.rows.append(dict(cell=marker.kwargs["cell"], function=function, test=item.name,
+                                  points=float(marker.kwargs["points"]), status="skipped", message=""))
+            return
+        if report.when != "call" and not report.failed:
+            return
+        if report.when == "call" and report.passed:
+            status, message = "passed", ""
+        elif call.excinfo is not None:
+            status, message = classify(call.excinfo)
+        else:
+            return
+        # Clipped here, before anything keeps it: a message may quote a returned value.
+        self.rows.append(dict(cell=marker.kwargs["cell"], function=function, test=item.name,
+                              points=float(marker.kwargs["points"]), status=status, message=clip(message)))
+
+    def results(self) -> list[TestResult]:
+        """Share each test's points among its variants that ran (CPU, CUDA)."""
+        ran = [row for row in self.rows if row["status"] != "skipped"]
+        variants: dict[tuple[str, str], int] = {}
+        for row in ran:
+            key = (row["cell"], row["function"])
+            variants[key] = variants.get(key, 0) + 1
+        # An item caught using a shortcut scores nothing, whichever of its tests caught it.
+        forbidden = {row["cell"]: row["message"] for row in ran if row["status"] == "forbidden"}
+        for row in ran:
+            if row["cell"] in forbidden:
+                row["status"], row["message"] = "forbidden", forbidden[row["cell"]]
+        results = []
+        for row in ran:
+            share = row["points"] / variants[(row["cell"], row["function"])]
+            earned = share if row["status"] == "passed" else 0.0
+            results.append(TestResult(row["cell"], row["test"], row["status"], round(earned, 4),
+                                      round(share, 4), row["message"]))
+        return results
+
+
+def run_hidden_suite(stem: str, session, *, device: str) -> list[TestResult]:
+    """The results of ``stem``'s hidden suite against ``session`` (a ``GradingSession``
+    or the tests' in-process stand-in); CUDA variants only when ``device`` is cuda."""
+    suite = suite_path(stem)
+    if not suite.is_file():
+        return []
+    collector = ResultCollector()
+    args = [
+        # --assert=plain and --tb=no: messages come from GradingFailure alone, and no
+        # time goes into formatting tracebacks (with tensor dumps) nobody will see.
+        str(suite), "-q", "-p", "no:cacheprovider", "--assert=plain", "--tb=no", "--no-header",
+        "-c", str(HIDDEN_DIR / "pytest.ini"), "--rootdir", str(HIDDEN_DIR), "-o", "console_output_style=classic",
+    ]
+    if device == "cpu":
+        args += ["-m", "not cuda"]
+    with active_session(session):
+        pytest.main(args, plugins=[collector])
+    return collector.results()

@@ -1,0 +1,166 @@
+"""The grading session of one submission: its sandboxed worker, and what went wrong in it.
+
+A :class:`GradingSession` starts the worker (``autograder.sandbox.worker.Worker``)
+as the run's :class:`~autograder.config.GradingConfig` says, executes the plan's
+cells in it (a cell that raises or hangs is remembered; the others still run),
+and then serves the hidden tests' calls and probes: it refuses an item whose cell
+is missing, failed or uses a forbidden shortcut, applies the call timeouts, wires
+the run-time tripwires, and restarts a worker that hung or crashed.
+
+What the worker sees of the grader: the generic sandbox package, the course's
+drivers (``autograder.drivers``), the student helpers, the model cache and the
+shipped data sets; never the references, the hidden suites, the instructor
+notebooks or the sample submissions.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from . import drivers, forbidden
+from .config import GradingConfig
+from .notebook import REPO
+from .plan import GradingPlan
+from .sandbox.fixtures import fixture_imports, fixture_names
+from .suite import CellFailed, Forbidden, Missing
+
+
+class GradingSession:
+    """The sandboxed worker of one submission, and what went wrong in it."""
+
+    def __init__(self, plan: GradingPlan | None, config: GradingConfig, *, fatal: str | None = None):
+        self.plan = plan
+        self.config = config
+        self.fatal = fatal  # set when the notebook cannot be graded at all
+        self.cell_errors: dict[str, str] = {}
+        self.worker = None
+        self.sandbox = "none"
+        self.restarts = 0
+        self.hung: set[str] = set()  # items whose calls have timed out before
+        self.warmed: set[str] = set()  # fixtures whose modules this worker has imported
+
+    # -- lifetime
+    def start(self) -> None:
+        if self.fatal or self.plan is None:
+            return
+        from week6_helpers.assets import cache_dir
+
+        from .sandbox.worker import Worker
+
+        config = self.config
+        self.worker = Worker(
+            hidden_paths=config.hidden_paths,
+            # The sandbox sees only system folders and what is exposed here: the student
+            # helpers (inside the hidden repository), the model cache and the shipped
+            # data sets (not data/sample_submissions, which holds a full solution).
+            exposed_paths=[str(drivers.PACKAGE_DIR), str(REPO / "week6_helpers"), str(cache_dir()),
+                           *(str(p) for p in sorted((REPO / "data").iterdir())
+                             if p.is_dir() and p.name != "sample_submissions")],
+            env={"WEEK6_CACHE": str(cache_dir()), "WEEK6_DATA": str(REPO / "data")},
+            preload=list(drivers.WORKER_MODULES),
+            threads=1,
+            limits=config.resource_limits(),
+            timeout=config.timeout_call,
+            start_timeout=config.timeout_worker_start,
+            # The GPU's device nodes only when grading runs on CUDA: --device cpu on a GPU
+            # machine must not hand student code the GPU.
+            gpu=config.device == "cuda",
+        )
+        self.sandbox = self.worker.sandbox
+        for cell in self.plan.cells:
+            self._exec(cell)
+
+    def _exec(self, cell) -> None:
+        from .sandbox.errors import SandboxError
+
+        try:
+            result = self.worker.exec_cell(cell.source, cell_id=cell.grade_id,
+                                           timeout=self.config.timeout_cell)
+            if not result.ok:
+                self.cell_errors[cell.grade_id] = f"{result.error.type_name}: {result.error.message}"
+        except SandboxError as err:
+            self.cell_errors[cell.grade_id] = (
+                f"running the cell did not finish ({type(err).__name__}: {err}); "
+                "solution cells must only define functions, not run experiments"
+            )
+            self._restart()
+
+    def _restart(self) -> None:
+        self.restarts += 1
+        if self.restarts > self.config.max_restarts:
+            self.fatal = "grading stopped: the submission crashed or hung the sandbox too many times"
+            return
+        self.worker.restart()
+        self.warmed.clear()
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+    # -- what tests call (through autograder.suite.Student)
+    def _check(self, solution: str) -> None:
+        if self.fatal:
+            raise Missing(self.fatal)
+        if solution in self.plan.missing:
+            raise Missing(self.plan.missing[solution])
+        if solution in self.cell_errors:
+            raise CellFailed(f"the cell '{solution}' failed when it was run: {self.cell_errors[solution]}")
+        if solution in self.plan.forbidden:
+            raise Forbidden(forbidden.message(solution, self.plan.forbidden[solution]))
+
+    def _warm(self, payload: Any) -> None:
+        """Import the modules of the fixtures in ``payload`` that this worker has not built yet.
+
+        Building the first model imports a second of ``transformers``; done here, it
+        counts against the start-up timeout rather than the call's, and a notebook
+        whose suite builds no model never pays for it."""
+        names = fixture_names(payload) - self.warmed
+        if names and fixture_imports(names):
+            self.worker.probe("import_fixture_modules", {"fixtures": sorted(names)},
+                              timeout=self.config.timeout_worker_start)
+        self.warmed |= names
+
+    def _timeout(self, solution: str, requested: float | None) -> float:
+        """A call's timeout: the test's own or the config's; an item that has hung before gets less."""
+        timeout = requested or self.config.timeout_call
+        return min(timeout, self.config.timeout_hung_call) if solution in self.hung else timeout
+
+    def _guarded(self, solution: str, payload: Any, action):
+        from .sandbox.errors import ProtocolError, WorkerCrashed, WorkerTimeout
+
+        self._check(solution)
+        try:
+            self._warm(payload)
+            return action()
+        except WorkerTimeout:
+            self.hung.add(solution)
+            self._restart()
+            raise
+        except (WorkerCrashed, ProtocolError):
+            self._restart()
+            raise
+
+    def call(self, solution: str, name: str, args, kwargs, *, timeout: float | None) -> Any:
+        rule = forbidden.RULES.get(solution)
+        if rule and rule.tripwires:
+            return self.probe(solution, "guarded_call",
+                              {"name": name, "args": list(args), "kwargs": dict(kwargs),
+                               "tripwires": list(rule.tripwires)}, timeout=timeout)
+        return self._guarded(
+            solution, (args, kwargs),
+            lambda: self.worker.call(name, *args, timeout=self._timeout(solution, timeout), **kwargs),
+        )
+
+    def probe(self, solution: str, probe: str, params: dict, *, timeout: float | None) -> Any:
+        rule = forbidden.RULES.get(solution)
+        if rule and rule.tripwires and probe != "guarded_call":
+            params = {"probe": probe, "params": params, "tripwires": list(rule.tripwires)}
+            probe = "guarded_probe"
+        result = self._guarded(
+            solution, params, lambda: self.worker.probe(probe, params, timeout=self._timeout(solution, timeout))
+        )
+        if probe in ("guarded_call", "guarded_probe"):
+            if result["tripped"]:
+                raise Forbidden(forbidden.message(solution, sorted(result["tripped"])))
+            return result["value"]
+        return result
