@@ -11,7 +11,7 @@ for variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+from autograder.notebook import REPO  # noqa: E402
 
 
 @pytest.fixture(scope="session")

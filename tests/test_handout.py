@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from autograder.course import TEST, load_course
+from autograder.notebook import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 HANDOUTS = REPO / "handouts"
 HANDOUT = HANDOUTS / "week6.md"
 GRADING_MAP = HANDOUTS / "grading_map.md"
@@ -170,9 +170,9 @@ def test_latex2mathml_gaps_are_filled_and_unknown_commands_refused():
         convert_formula(r"\frac{1}{", display=True)
 
 
-def test_build_check_passes():
+def test_build_check_passes(repo_root):
     result = subprocess.run([sys.executable, str(HANDOUTS / "build.py"), "--check"], capture_output=True,
-                            text=True, cwd=REPO, timeout=120)
+                            text=True, cwd=repo_root, timeout=120)
     assert result.returncode == 0, (
         "handouts/week6.html or handouts/grading_map.md is out of date or cannot be built; run "
         f"`python handouts/build.py`:\n{result.stdout}{result.stderr}")

@@ -9,9 +9,8 @@ import nbformat
 import pytest
 
 from autograder.course import load_course
-from autograder.notebook import is_setup, is_solution_code
+from autograder.notebook import REPO, is_setup, is_solution_code
 
-REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "solutions" / "week6"
 RELEASE = REPO / "assignments" / "week6"
 HIDDEN = REPO / "autograder" / "hidden"
@@ -73,8 +72,8 @@ DOCS = ["README.md", "student/README.md", "handouts/week6.md", "handouts/grading
 
 
 @pytest.mark.parametrize("doc", DOCS)
-def test_docs_have_no_placeholder(doc):
-    found = PLACEHOLDER.findall((REPO / doc).read_text(encoding="utf-8"))
+def test_docs_have_no_placeholder(doc, repo_root):
+    found = PLACEHOLDER.findall((repo_root / doc).read_text(encoding="utf-8"))
     assert not found, f"{doc}: placeholders {found}"
 
 

@@ -23,28 +23,26 @@ import pytest
 from autograder import regen
 from autograder.generated import update
 
-REPO = Path(__file__).resolve().parents[1]
 
-
-def _generated_files() -> dict[Path, int]:
+def _generated_files(repo_root: Path) -> dict[Path, int]:
     """The files that regen may write, with their modification times."""
-    paths = [REPO / "handouts" / "week6.html", REPO / "handouts" / "grading_map.md",
-             *sorted((REPO / "assignments" / "week6").glob("*.ipynb")),
-             *sorted((REPO / "data" / "sample_submissions").rglob("*.ipynb")),
-             REPO / "data" / "sample_submissions" / "expected.json"]
+    paths = [repo_root / "handouts" / "week6.html", repo_root / "handouts" / "grading_map.md",
+             *sorted((repo_root / "assignments" / "week6").glob("*.ipynb")),
+             *sorted((repo_root / "data" / "sample_submissions").rglob("*.ipynb")),
+             repo_root / "data" / "sample_submissions" / "expected.json"]
     return {path: path.stat().st_mtime_ns for path in paths}
 
 
-def test_check_passes_on_the_repository_and_writes_nothing():
-    before = _generated_files()
+def test_check_passes_on_the_repository_and_writes_nothing(repo_root):
+    before = _generated_files(repo_root)
     env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
-    result = subprocess.run([sys.executable, "-m", "autograder.regen", "--check"], cwd=REPO, env=env,
+    result = subprocess.run([sys.executable, "-m", "autograder.regen", "--check"], cwd=repo_root, env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, (
         f"generated files are out of date: run `make regen`\n{result.stdout}{result.stderr}")
     for step in regen.STEPS:
         assert f"== {step}" in result.stdout, f"step {step} did not run:\n{result.stdout}"
-    assert _generated_files() == before, "regen --check touched a file"
+    assert _generated_files(repo_root) == before, "regen --check touched a file"
 
 
 def test_a_stale_handout_is_reported_and_left_alone(monkeypatch, capsys):
@@ -87,7 +85,7 @@ def test_stale_samples_are_reported_then_repaired_in_a_copy(monkeypatch, tmp_pat
     assert regen.main(["--check", "--only", "samples"]) == 0
 
 
-def test_a_stale_release_is_reported_then_repaired_in_a_copy(monkeypatch, tmp_path, capsys):
+def test_a_stale_release_is_reported_then_repaired_in_a_copy(monkeypatch, tmp_path, capsys, repo_root):
     from autograder import release
 
     copy = tmp_path / "week6"
@@ -106,7 +104,7 @@ def test_a_stale_release_is_reported_then_repaired_in_a_copy(monkeypatch, tmp_pa
 
     assert sorted(release.regenerate(check=False)) == sorted([notebook, extra])
     assert not extra.parent.exists(), "the emptied folder is removed too"
-    assert release.differences(copy, REPO / "assignments" / "week6") == []
+    assert release.differences(copy, repo_root / "assignments" / "week6") == []
 
 
 def test_the_helper_writes_or_only_reports(tmp_path, capsys):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from autograder.notebook import REPO
+
 DOC = REPO / "docs" / "threat-model.md"
 ROW = re.compile(r"^\| (?P<what>[^|]+) \| (?P<value>[0-9][^|]*) \| `(?P<constant>autograder\.[\w.]+)` "
                  r"\| (?P<setting>[^|]*) \|$", re.M)

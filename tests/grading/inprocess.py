@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 import torch
 
+from autograder.drivers import models, probes  # noqa: F401  (the fixtures and probes of the suites)
 from autograder.pytest_plugin import run_hidden_suite
 from autograder.report import TestResult
 from autograder.sandbox import protocol
 from autograder.sandbox.errors import StudentError
 from autograder.sandbox.fixtures import resolve_fixtures
 from autograder.sandbox.probes import get_probe
+from tests.grading import variants
 
 
 def _round_trip(value: Any) -> Any:
@@ -62,6 +64,15 @@ def reference_namespace() -> dict[str, Any]:
     for module_info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"autograder.reference.{module_info.name}")
         namespace.update({k: v for k, v in vars(module).items() if not k.startswith("_")})
+    return namespace
+
+
+def student_namespace(stem: str, /, **overrides) -> dict[str, Any]:
+    """The reference implementations (and answers) as the student of ``stem``: what the
+    notebook's variants module adds (``EXTRA_NAMESPACE``), then ``overrides``."""
+    namespace = reference_namespace()
+    namespace.update(getattr(variants.of(stem), "EXTRA_NAMESPACE", {}))
+    namespace.update(overrides)
     return namespace
 
 

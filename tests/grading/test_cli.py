@@ -19,9 +19,9 @@ import pytest
 
 from autograder import cli
 from autograder.config import GradingConfig
+from autograder.notebook import REPO
 from autograder.report import Report
 
-REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "sample_submissions"
 STEM = "part_a_discovery"
 pytestmark = pytest.mark.slow
@@ -85,11 +85,11 @@ def test_a_rerun_skips_what_is_graded_and_regrades_what_changed(tmp_path):
     assert "Grading 2 notebook(s)" in forced.stdout
 
 
-def test_a_killed_run_finishes_the_class_when_started_again(tmp_path):
+def test_a_killed_run_finishes_the_class_when_started_again(tmp_path, repo_root):
     root = small_class(tmp_path / "submitted")
     out = tmp_path / "grades"
     command = [sys.executable, "-m", "autograder", "grade", str(root), "--out", str(out), "--device", "cpu"]
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    process = subprocess.Popen(command, cwd=repo_root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                start_new_session=True)
     deadline = time.monotonic() + 300
     while not list(out.glob("*/*.json")) and time.monotonic() < deadline:

@@ -25,8 +25,8 @@ from autograder.course import (
     load_course,
     read_course,
 )
+from autograder.notebook import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 SOURCE = notebook_module.SOURCE_DIR / "week6"
 COURSE_MODULE = REPO / "autograder" / "course.py"
 THIS_FILE = Path(__file__).resolve()
@@ -177,24 +177,24 @@ def test_a_notebook_the_grader_cannot_use_is_refused(scratch_source, broken):
 SKIPPED_FOLDERS = {"__pycache__", "build", "dist", "node_modules", "_downloads"}
 
 
-def _python_files():
-    for folder, subfolders, files in os.walk(REPO):
+def _python_files(repo_root: Path):
+    for folder, subfolders, files in os.walk(repo_root):
         subfolders[:] = [name for name in subfolders if name not in SKIPPED_FOLDERS
                          and not name.startswith(".") and not name.endswith(".egg-info")]
         yield from (Path(folder) / name for name in files if name.endswith(".py"))
 
 
-def test_the_course_model_is_the_only_home_of_the_notebook_order():
+def test_the_course_model_is_the_only_home_of_the_notebook_order(repo_root):
     """No module but autograder/course.py names NOTEBOOK_ORDER or spells out the list of notebooks:
     the others read the order from load_course()."""
     stems = set(course_module.NOTEBOOK_ORDER)
     offenders = []
-    files = list(_python_files())
+    files = list(_python_files(repo_root))
     assert COURSE_MODULE in files and len(files) > 50
     for path in files:
         if path in (COURSE_MODULE, THIS_FILE):
             continue
-        where = path.relative_to(REPO)
+        where = path.relative_to(repo_root)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
             name = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
                     else node.name if isinstance(node, ast.alias) else None)

@@ -7,22 +7,21 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-from autograder import notebook  # noqa: E402
-from autograder.forbidden import RULES, static_violations  # noqa: E402
-from autograder.sandbox.tripwires import _resolve  # noqa: E402
+from autograder import notebook
+from autograder.forbidden import RULES, static_violations
+from autograder.sandbox.tripwires import _resolve
 
 
-def _solution_ids() -> set[str]:
+def _solution_ids(repo_root: Path) -> set[str]:
     ids = set()
-    for path in sorted((REPO / "solutions" / "week6").glob("*.ipynb")):
+    for path in sorted((repo_root / "solutions" / "week6").glob("*.ipynb")):
         ids.update(cell.metadata["nbgrader"]["grade_id"] for cell in notebook.read_notebook(path).cells
                    if notebook.is_solution_code(cell))
     return ids
 
 
-def test_every_rule_names_a_solution_cell():
-    unknown = sorted(set(RULES) - _solution_ids())
+def test_every_rule_names_a_solution_cell(repo_root):
+    unknown = sorted(set(RULES) - _solution_ids(repo_root))
     assert not unknown, f"rules for items that no notebook has: {unknown}"
 
 

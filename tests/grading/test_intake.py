@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from autograder import intake
+from autograder.notebook import REPO
 from autograder.report import MAX_REPORT_BYTES
 
-REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "sample_submissions"
 SMALL = "part_a_discovery"
 FULL = SAMPLES / "alice_full_solution" / "week6" / f"{SMALL}.ipynb"
@@ -106,7 +106,7 @@ def test_the_ta_names_the_student_of_a_single_notebook(tmp_path):
 
 
 # ----------------------------------------------------------------------- what is read
-def test_links_devices_fifos_and_huge_files_are_reported_never_read(tmp_path, private_file):
+def test_links_devices_fifos_and_huge_files_are_reported_never_read(tmp_path, private_file, repo_root):
     root = tmp_path / "submitted"
     folder = root / "eve" / "week6"
     folder.mkdir(parents=True)
@@ -116,8 +116,8 @@ def test_links_devices_fifos_and_huge_files_are_reported_never_read(tmp_path, pr
     os.mkfifo(folder / "exercise1_masked_predictions.ipynb")
     with open(folder / "exercise2_finetune_vs_scratch.ipynb", "wb") as huge:
         huge.truncate(intake.MAX_NOTEBOOK_BYTES + 1)  # sparse: costs no disk
-    (root / "solutions").symlink_to(REPO / "solutions", target_is_directory=True)  # a "student" that is a link
-    (root / "frank").symlink_to(REPO / "data" / "sample_submissions" / "alice_full_solution")
+    (root / "solutions").symlink_to(repo_root / "solutions", target_is_directory=True)  # a "student" that is a link
+    (root / "frank").symlink_to(repo_root / "data" / "sample_submissions" / "alice_full_solution")
     started = time.perf_counter()
     found = intake.collect([root])
     assert time.perf_counter() - started < 5
@@ -180,7 +180,7 @@ def test_unusable_student_folder_names_are_reported_not_fatal(tmp_path):
 
 
 # ----------------------------------------------------------------------- the class run
-def test_a_hostile_class_is_graded_to_the_end_and_the_honest_student_is_untouched(tmp_path, private_file):
+def test_a_hostile_class_is_graded_to_the_end_and_the_honest_student_is_untouched(tmp_path, private_file, repo_root):
     root = tmp_path / "submitted"
     notebook(root / "alice" / "week6")
     notebook(root / "mallet" / "week6" / "alice", source=RELEASE)
@@ -197,7 +197,7 @@ def test_a_hostile_class_is_graded_to_the_end_and_the_honest_student_is_untouche
 
     started = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(root), "--out", str(out),
-                             "--jobs", "2", "--device", "cpu"], cwd=REPO, capture_output=True, timeout=900)
+                             "--jobs", "2", "--device", "cpu"], cwd=repo_root, capture_output=True, timeout=900)
     elapsed = time.perf_counter() - started
     assert result.returncode == 0, result.stderr.decode(errors="replace")[-3000:]
     assert elapsed < CLASS_SECONDS
@@ -249,10 +249,10 @@ def test_report_names_never_collide_and_never_shadow_the_class_table(tmp_path):
     assert len(keys) == len(set(keys))
 
 
-def test_a_linked_folder_is_reported_and_junk_is_capped(tmp_path):
+def test_a_linked_folder_is_reported_and_junk_is_capped(tmp_path, repo_root):
     root = tmp_path / "submitted"
     (root / "lena").mkdir(parents=True)
-    (root / "lena" / "week6").symlink_to(REPO / "solutions" / "week6", target_is_directory=True)
+    (root / "lena" / "week6").symlink_to(repo_root / "solutions" / "week6", target_is_directory=True)
     junk = root / "max" / "week6"
     junk.mkdir(parents=True)
     for index in range(intake.MAX_PROBLEMS_PER_STUDENT * 3):

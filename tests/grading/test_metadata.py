@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder.notebook import metadata_problem
+from autograder.notebook import REPO, metadata_problem
 from autograder.plan import plan_grading
 
-REPO = Path(__file__).resolve().parents[2]
 STEM = "part_a_discovery"
 FULL = REPO / "data" / "sample_submissions" / "alice_full_solution" / "week6" / f"{STEM}.ipynb"
 

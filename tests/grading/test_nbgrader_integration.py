@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder.notebook import REPO
 from autograder.release import venv_env
 
-REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "sample_submissions"
 STEM = "part_b_bert_gpt"
 pytestmark = pytest.mark.slow
@@ -26,9 +26,9 @@ def nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
+def course(tmp_path_factory, repo_root):
     root = tmp_path_factory.mktemp("course")
-    shutil.copytree(REPO / "solutions" / "week6", root / "solutions" / "week6",
+    shutil.copytree(repo_root / "solutions" / "week6", root / "solutions" / "week6",
                     ignore=shutil.ignore_patterns("__pycache__"))
     nbgrader(root, "generate_assignment", "week6", "--force")
     for student in ("alice_full_solution", "ivan_patches_comparisons"):
@@ -68,12 +68,12 @@ def test_no_student_code_ran_in_a_kernel(course):
     assert experiment_outputs == [], "experiment cells must not be executed during autograding"
 
 
-def test_feedback_shows_messages_but_no_hidden_test_code(course):
+def test_feedback_shows_messages_but_no_hidden_test_code(course, repo_root):
     root, _ = course
     nbgrader(root, "generate_feedback", "week6", "--force")
     html = (root / "feedback" / "ivan_patches_comparisons" / "week6" / f"{STEM}.html").read_text()
     assert "test_softmax" in html and "differs from" in html
-    hidden_source = (REPO / "autograder" / "hidden" / f"test_{STEM}.py").read_text()
+    hidden_source = (repo_root / "autograder" / "hidden" / f"test_{STEM}.py").read_text()
     for line in hidden_source.splitlines():
         line = line.strip()
         if len(line) > 40 and not line.startswith(("#", '"', "'")) and "expect" in line:
@@ -89,7 +89,7 @@ def test_export_lists_both_students(course):
     assert "alice_full_solution" in text and "ivan_patches_comparisons" in text
 
 
-def test_merge_imports_reports_of_a_sharded_run_into_the_gradebook(course):
+def test_merge_imports_reports_of_a_sharded_run_into_the_gradebook(course, repo_root):
     """Scores graded outside nbgrader (a Slurm array) reach the gradebook without grading again."""
     import json
 
@@ -98,7 +98,7 @@ def test_merge_imports_reports_of_a_sharded_run_into_the_gradebook(course):
     root, _ = course
     reports = root / "reports"
     graded = subprocess.run([sys.executable, "-m", "autograder", "grade", str(root / "submitted"), "--out",
-                             str(reports), "--device", "cpu", "--shard", "0/1"], cwd=REPO, capture_output=True,
+                             str(reports), "--device", "cpu", "--shard", "0/1"], cwd=repo_root, capture_output=True,
                             text=True, env=venv_env(), timeout=900)
     assert graded.returncode == 0, graded.stderr[-2000:]
     # A score only the report holds: if the import graded again, it would be 40.
@@ -107,7 +107,7 @@ def test_merge_imports_reports_of_a_sharded_run_into_the_gradebook(course):
     report["tests"][0]["points"] = 0.0
     path.write_text(json.dumps(report))
     merged = subprocess.run([sys.executable, "-m", "autograder", "merge", str(reports), "--nbgrader",
-                             "--course-root", str(root)], cwd=REPO, capture_output=True, text=True,
+                             "--course-root", str(root)], cwd=repo_root, capture_output=True, text=True,
                             env=venv_env(), timeout=900)
     assert merged.returncode == 0, merged.stdout[-2000:] + merged.stderr[-2000:]
     assert "scores from the report" in merged.stderr

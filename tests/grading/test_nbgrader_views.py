@@ -23,10 +23,10 @@ from autograder.course import load_course
 from autograder.feedback_math import latex_to_mathml
 from autograder.nbgrader_export import NotebookScoresExport, notebook_columns
 from autograder.nbgrader_plugin import cell_outputs
+from autograder.notebook import REPO
 from autograder.report import TestResult
 from autograder.release import venv_env
 
-REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "sample_submissions"
 SOLUTIONS = REPO / "solutions" / "week6"
 STEM = "part_b_bert_gpt"
@@ -277,10 +277,10 @@ def test_autograde_reports_only_real_changes_of_locked_cells(course):
 
 
 @pytest.mark.slow
-def test_autograded_test_cells_show_points_and_why_points_were_lost(course):
+def test_autograded_test_cells_show_points_and_why_points_were_lost(course, repo_root):
     root, _ = course
     notebook = autograded(root, "carol_half_correct")
-    hidden_code = HIDDEN_REGION.sub("", (REPO / "autograder" / "hidden" / f"test_{STEM}.py").read_text())
+    hidden_code = HIDDEN_REGION.sub("", (repo_root / "autograder" / "hidden" / f"test_{STEM}.py").read_text())
     hidden_lines = [line.strip() for line in hidden_code.splitlines() if len(line.strip()) > 30
                     and not line.strip().startswith(("#", '"', "'", "@", "def ", "from ", "import "))]
     for cell in notebook.cells:

@@ -13,10 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-from autograder import runner  # noqa: E402
-from autograder.config import GradingConfig  # noqa: E402
-from tests.grading import runner_jobs  # noqa: E402
+from autograder import runner
+from autograder.config import GradingConfig
+from tests.grading import runner_jobs
 
 
 def test_job_runs_forked_from_the_preloaded_server_in_its_own_session(tmp_path):

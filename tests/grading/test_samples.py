@@ -11,14 +11,13 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
+from autograder.notebook import REPO
 from autograder.report import MAX_REPORT_BYTES
 from autograder.sandbox.isolation import bwrap_works
 
-REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "sample_submissions"
 EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
 pytestmark = pytest.mark.slow
@@ -29,10 +28,10 @@ NOTEBOOK_SECONDS = 300
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, repo_root):
     out = tmp_path_factory.mktemp("grades")
     result = subprocess.run([sys.executable, "-m", "autograder", "grade", "--jobs", "2", "--out", str(out)],
-                            cwd=REPO, capture_output=True, text=True, timeout=1800)
+                            cwd=repo_root, capture_output=True, text=True, timeout=1800)
     reports = {
         f"{path.parent.name}/{path.stem}": json.loads(path.read_text())
         for path in out.glob("*/*.json")

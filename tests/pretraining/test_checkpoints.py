@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
-
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
+from autograder.notebook import REPO
+
 CHECKPOINTS = REPO / "data" / "checkpoints"
 FOLDERS = ["austen-bert-mlm", "austen-gpt-clm"]
 # As in the model cards: 4 layers, hidden 128, 4 heads, feed-forward 512, context 128,

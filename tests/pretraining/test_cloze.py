@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from autograder.notebook import REPO
+
 CLOZE = REPO / "data" / "cloze" / "cloze.jsonl"
 CORPUS = REPO / "data" / "corpus"
 MIN_ANSWER_COUNT = 50  # "common": as data/cloze/README.md promises
@@ -39,10 +39,10 @@ def test_format(items):
         assert item["answer"] == item["answer"].lower() and item["answer"].isalpha(), item
 
 
-def test_answers_are_common_single_tokens(items, corpus_text):
+def test_answers_are_common_single_tokens(items, corpus_text, repo_root):
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(REPO / "data" / "tokenizer" / "austen-wordpiece")
+    tokenizer = AutoTokenizer.from_pretrained(repo_root / "data" / "tokenizer" / "austen-wordpiece")
     counts = Counter(words(corpus_text))
     for item in items:
         assert tokenizer.tokenize(item["answer"]) == [item["answer"]], item

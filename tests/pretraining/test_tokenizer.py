@@ -1,11 +1,10 @@
 """The Austen WordPiece tokenizer: loads offline, has BERT's special tokens, rebuilds identically."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from autograder.notebook import REPO
+
 FOLDER = REPO / "data" / "tokenizer" / "austen-wordpiece"
 
 

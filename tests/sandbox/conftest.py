@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-from autograder.sandbox.isolation import bwrap_support  # noqa: E402
-from autograder.sandbox.worker import Worker  # noqa: E402
+from autograder.sandbox.isolation import bwrap_support
+from autograder.sandbox.worker import Worker
 
 # A host folder the shared worker can read (it sees nothing else outside the system
 # folders): tests drop files here to change what student code observes. mkdtemp makes
@@ -32,10 +31,10 @@ def sandbox(request) -> str:
 
 
 @pytest.fixture(scope="module")
-def worker(sandbox):
+def worker(sandbox, repo_root):
     """One worker per module and sandbox kind; tests must not depend on each other's cells.
 
     It preloads ``sample_drivers`` (the tests' drivers) to exercise ``preload``."""
     with Worker(isolation=sandbox, timeout=30, preload=["tests.sandbox.sample_drivers"],
-                exposed_paths=[str(Path(__file__).resolve().parents[1]), str(TRIGGERS)]) as shared:
+                exposed_paths=[str(repo_root / "tests"), str(TRIGGERS)]) as shared:
         yield shared

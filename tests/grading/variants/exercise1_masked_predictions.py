@@ -1,0 +1,87 @@
+"""Stand-in students for the hidden suite of exercise 1 (masked predictions)."""
+from __future__ import annotations
+
+import torch
+
+from autograder.reference import scoring
+
+
+# ---------------------------------------------------------------- wrong
+def _one_sequence(logits, input_ids):
+    return (logits[0] if logits.dim() == 3 else logits), (input_ids[0] if input_ids.dim() == 2 else input_ids)
+
+
+def top_k_renormalised_over_k(logits, input_ids, mask_token_id, k=5):
+    """Softmax over the k best logits only: the k probabilities sum to one."""
+    logits, input_ids = _one_sequence(logits, input_ids)
+    if not 1 <= k <= logits.size(-1):
+        raise ValueError("bad k")
+    rows = logits[(input_ids == mask_token_id).to(logits.device)].float()
+    top = rows.topk(k, dim=-1)
+    return top.values.softmax(-1), top.indices
+
+
+def top_k_first_blank_only(logits, input_ids, mask_token_id, k=5):
+    probs, ids = scoring.top_k_mask_predictions(logits, input_ids, mask_token_id, k)
+    return probs[:1], ids[:1]
+
+
+def top_k_bert_mask_id(logits, input_ids, mask_token_id, k=5):
+    """Looks for BERT's id 103 instead of the argument."""
+    return scoring.top_k_mask_predictions(logits, input_ids, 103, k)
+
+
+def top_k_softmax_in_input_dtype(logits, input_ids, mask_token_id, k=5):
+    logits, input_ids = _one_sequence(logits, input_ids)
+    if not 1 <= k <= logits.size(-1):
+        raise ValueError("bad k")
+    rows = logits[(input_ids == mask_token_id).to(logits.device)]
+    top = rows.softmax(-1).topk(k, dim=-1)
+    return top.values.float(), top.indices
+
+
+def top_k_in_place(logits, input_ids, mask_token_id, k=5):
+    """Right answer, but subtracts the maximum from the caller's logits in place."""
+    logits.sub_(logits.max())
+    return scoring.top_k_mask_predictions(logits, input_ids, mask_token_id, k)
+
+
+def top_k_no_range_check(logits, input_ids, mask_token_id, k=5):
+    logits, input_ids = _one_sequence(logits, input_ids)
+    k = max(1, min(k, logits.size(-1)))
+    return scoring.top_k_mask_predictions(logits, input_ids, mask_token_id, k)
+
+
+# ---------------------------------------------------------------- correct, written differently
+def top_k_by_log_softmax_and_sort(logits, input_ids, mask_token_id, k=5):
+    """Loops over the positions, sorts log-probabilities in float64, exponentiates at the end."""
+    logits = logits.reshape(-1, logits.size(-1))
+    input_ids = input_ids.reshape(-1).cpu()
+    if k < 1 or k > logits.size(-1):
+        raise ValueError(f"k={k} out of range")
+    probs, ids = [], []
+    for position in range(input_ids.numel()):
+        if int(input_ids[position]) == mask_token_id:
+            row = torch.log_softmax(logits[position].double(), dim=-1)
+            values, order = torch.sort(row, descending=True)
+            probs.append(values[:k].exp().float())
+            ids.append(order[:k])
+    if not probs:
+        return (torch.zeros(0, k, dtype=torch.float32, device=logits.device),
+                torch.zeros(0, k, dtype=torch.long, device=logits.device))
+    return torch.stack(probs), torch.stack(ids)
+
+
+# ---------------------------------------------------------------- the tables
+MUTANTS: list[dict[str, object]] = [
+    {"top_k_mask_predictions": top_k_renormalised_over_k},
+    {"top_k_mask_predictions": top_k_first_blank_only},
+    {"top_k_mask_predictions": top_k_bert_mask_id},
+    {"top_k_mask_predictions": top_k_softmax_in_input_dtype},
+    {"top_k_mask_predictions": top_k_in_place},
+    {"top_k_mask_predictions": top_k_no_range_check},
+]
+
+ALTERNATIVES: list[dict[str, object]] = [
+    {"top_k_mask_predictions": top_k_by_log_softmax_and_sort},
+]

@@ -1,0 +1,134 @@
+"""Stand-in students for the hidden suite of exercise 3 (classification as generation).
+
+``classify_always_negative`` and ``classify_always_positive`` are no mutant round: they show that
+every classification test needs both classes (tests/grading/test_suite_details.py).
+"""
+from __future__ import annotations
+
+import torch
+
+from autograder.reference import exercises
+
+
+# ---------------------------------------------------------------- wrong
+def build_prompt_no_blank_line(review, examples=(), *, instruction=exercises.INSTRUCTION):
+    return exercises.build_prompt(review, examples, instruction=instruction).replace(
+        instruction + "\n\n", instruction + "\n", 1) if instruction else exercises.build_prompt(review, examples,
+                                                                                                instruction="")
+
+
+def build_prompt_trailing_space(review, examples=(), *, instruction=exercises.INSTRUCTION):
+    return exercises.build_prompt(review, examples, instruction=instruction) + " "
+
+
+def label_log_probs_over_labels_only(last_logits, label_token_ids):
+    ids = torch.as_tensor(label_token_ids, dtype=torch.long).to(last_logits.device)
+    return torch.log_softmax(last_logits.float()[:, ids], dim=-1)
+
+
+def label_log_probs_no_upcast(last_logits, label_token_ids):
+    ids = torch.as_tensor(label_token_ids, dtype=torch.long).to(last_logits.device)
+    return torch.log_softmax(last_logits, dim=-1)[:, ids]
+
+
+def label_log_probs_naive(last_logits, label_token_ids):
+    ids = torch.as_tensor(label_token_ids, dtype=torch.long).to(last_logits.device)
+    x = last_logits.float()
+    return torch.log(torch.exp(x) / torch.exp(x).sum(-1, keepdim=True))[:, ids]
+
+
+@torch.no_grad()
+def _classify(model, tokenizer, reviews, examples=(), batch_size=8, *, padding_side="left", mask=True,
+              words=(" negative", " positive")):
+    ids = [tokenizer(word, add_special_tokens=False).input_ids[0] for word in words]
+    device = next(model.parameters()).device
+    out = [torch.zeros(0, dtype=torch.long)]
+    for start in range(0, len(reviews), batch_size):
+        prompts = [exercises.build_prompt(r, examples) for r in reviews[start:start + batch_size]]
+        batch = tokenizer(prompts, return_tensors="pt", padding=True, padding_side=padding_side).to(device)
+        kwargs = {"attention_mask": batch["attention_mask"]} if mask else {}
+        logits = model(input_ids=batch["input_ids"], **kwargs).logits[:, -1]
+        scores = exercises.label_log_probs(logits, ids)
+        out.append((scores[:, 1] > scores[:, 0]).long().cpu())
+    return torch.cat(out)
+
+
+def classify_right_padding(model, tokenizer, reviews, examples=(), batch_size=8):
+    """Pads on the right (the tokenizer's default) and reads position -1: a pad for short prompts."""
+    return _classify(model, tokenizer, reviews, examples, batch_size, padding_side="right")
+
+
+def classify_without_attention_mask(model, tokenizer, reviews, examples=(), batch_size=8):
+    return _classify(model, tokenizer, reviews, examples, batch_size, mask=False)
+
+
+def classify_label_words_without_space(model, tokenizer, reviews, examples=(), batch_size=8):
+    return _classify(model, tokenizer, reviews, examples, batch_size, words=("negative", "positive"))
+
+
+def classify_always_negative(model, tokenizer, reviews, examples=(), batch_size=8):
+    return torch.zeros(len(reviews), dtype=torch.long)
+
+
+def classify_always_positive(model, tokenizer, reviews, examples=(), batch_size=8):
+    return torch.ones(len(reviews), dtype=torch.long)
+
+
+# ---------------------------------------------------------------- correct, written differently
+def label_log_probs_by_logsumexp(last_logits, label_token_ids):
+    x = last_logits.double()
+    ids = torch.as_tensor(list(torch.as_tensor(label_token_ids).reshape(-1).tolist()), device=x.device)
+    return (x.index_select(-1, ids) - torch.logsumexp(x, dim=-1, keepdim=True)).float()
+
+
+@torch.no_grad()
+def classify_right_padded_gather(model, tokenizer, reviews, examples=(), batch_size=8):
+    """Right padding, reading the logits at each prompt's last real token."""
+    if not reviews:
+        return torch.zeros(0, dtype=torch.long)
+    ids = [tokenizer(" " + w, add_special_tokens=False).input_ids[0] for w in exercises.LABEL_WORDS]
+    device = next(model.parameters()).device
+    out = []
+    for start in range(0, len(reviews), batch_size):
+        prompts = [exercises.build_prompt(r, examples) for r in reviews[start:start + batch_size]]
+        batch = tokenizer(prompts, return_tensors="pt", padding=True, padding_side="right").to(device)
+        logits = model(**batch).logits
+        last = batch["attention_mask"].sum(dim=1) - 1
+        scores = exercises.label_log_probs(logits[torch.arange(len(prompts), device=device), last], ids)
+        out.append((scores[:, 1] > scores[:, 0]).long().cpu())
+    return torch.cat(out)
+
+
+@torch.no_grad()
+def classify_left_padded_with_positions(model, tokenizer, reviews, examples=(), batch_size=8):
+    """Left padding set on the tokenizer (and restored), position ids from the mask as in generate()."""
+    ids = [tokenizer(" " + w, add_special_tokens=False).input_ids[0] for w in exercises.LABEL_WORDS]
+    device = next(model.parameters()).device
+    old_side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    try:
+        out = []
+        for start in range(0, len(reviews), batch_size):
+            prompts = [exercises.build_prompt(r, examples) for r in reviews[start:start + batch_size]]
+            batch = tokenizer(prompts, return_tensors="pt", padding=True).to(device)
+            positions = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+            logits = model(**batch, position_ids=positions).logits[:, -1]
+            scores = exercises.label_log_probs(logits, ids)
+            out.append(scores.argmax(-1).cpu())
+    finally:
+        tokenizer.padding_side = old_side
+    return torch.cat(out) if out else torch.empty(0, dtype=torch.long)
+
+
+# ---------------------------------------------------------------- the tables
+MUTANTS: list[dict[str, object]] = [
+    {"build_prompt": build_prompt_no_blank_line, "label_log_probs": label_log_probs_over_labels_only,
+     "classify_by_generation": classify_right_padding},
+    {"build_prompt": build_prompt_trailing_space, "label_log_probs": label_log_probs_no_upcast,
+     "classify_by_generation": classify_without_attention_mask},
+    {"label_log_probs": label_log_probs_naive, "classify_by_generation": classify_label_words_without_space},
+]
+
+ALTERNATIVES: list[dict[str, object]] = [
+    {"label_log_probs": label_log_probs_by_logsumexp, "classify_by_generation": classify_right_padded_gather},
+    {"classify_by_generation": classify_left_padded_with_positions},
+]
