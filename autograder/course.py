@@ -285,7 +285,7 @@ def read_course(source_dir: Path = SOURCE_DIR, order: tuple[str, ...] = NOTEBOOK
         problems.append(f"{', '.join(f'{stem}.ipynb' for stem in unlisted)} in {_shown(folder)} "
                         f"{'is' if len(unlisted) == 1 else 'are'} not in the course's order: add "
                         f"{'it' if len(unlisted) == 1 else 'them'} to NOTEBOOK_ORDER in autograder/course.py "
-                        "(and the graded items to TOPICS in handouts/build.py), or remove the file")
+                        "(and at least one of its graded items to TOPICS in handouts/build.py), or remove the file")
     if missing:
         problems.append(f"NOTEBOOK_ORDER in autograder/course.py names "
                         f"{', '.join(f'{stem}.ipynb' for stem in missing)}, missing from {_shown(folder)}: "

@@ -8,7 +8,8 @@ The steps, in the order in which they depend on each other:
 
 1. ``release``: ``assignments/week6`` from ``solutions/week6`` with nbgrader
    (``autograder/release.py``);
-2. ``handout``: ``handouts/week6.html`` and ``handouts/grading_map.md``
+2. ``handout``: ``handouts/week6.html``, ``handouts/grading_map.md`` and the item
+   lines of the "Where in the notebooks" boxes of ``handouts/week6.md``
    (``handouts/build.py``);
 3. ``samples``: ``data/sample_submissions/`` from the release notebooks
    (``data/sample_submissions/build.py``), which is why the release comes first;

@@ -4,6 +4,7 @@
 - ``render_html.py``: ``week6.md`` -> ``week6.html``, its formulas as MathML (``autograder/mathml.py``);
 - ``figure_refs.py``: which figures the handout shows, their numbers, and ``[Figure](#fig-...)`` references;
 - ``grading_map.py``: the notebooks' graded items and points -> ``grading_map.md``;
+- ``where_boxes.py``: the same items and points -> the "Where in the notebooks" boxes of ``week6.md``;
 - ``figures.py``: draws ``figures/*.png`` (run on its own: ``python handouts/figures.py``).
 """
 

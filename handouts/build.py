@@ -1,7 +1,8 @@
-"""Build the handout: week6.md -> week6.html, and the notebooks' points -> grading_map.md.
+"""Build the handout: week6.md -> week6.html, and the notebooks' points -> grading_map.md
+and the "Where in the notebooks" boxes of week6.md.
 
-    python handouts/build.py            # write handouts/week6.html and handouts/grading_map.md
-    python handouts/build.py --check    # exit 1 if either file is out of date (writes nothing)
+    python handouts/build.py            # write handouts/week6.html, grading_map.md and week6.md's boxes
+    python handouts/build.py --check    # exit 1 if any of them is out of date (writes nothing)
 
 The entry point of the handout build; ``python -m autograder.regen`` runs it with
 the other generated files of the repository. The work is done by the modules
@@ -19,9 +20,13 @@ beside it (``handouts/__init__.py`` lists them):
   to its notebook, graded cells and points. The points come from the nbgrader
   metadata of ``solutions/week6/*.ipynb``, and the notebooks and their order from
   the course model (``autograder/course.py``, ``NOTEBOOK_ORDER``); only the topic
-  -> cell assignment (``TOPICS``, below) is written here. The build fails when a
-  graded cell of a notebook is not assigned to a topic, or when ``TOPICS`` names a
-  cell that does not exist, so the map cannot silently drift from the notebooks.
+  -> cell assignment (``TOPICS``, below) is written here, and an item it leaves out
+  is counted with the item before it in its notebook. The build fails when no item
+  of a notebook is assigned to a topic, or when ``TOPICS`` names a cell that does
+  not exist, so the map cannot silently drift from the notebooks;
+- ``where_boxes.py`` writes the item lines of ``week6.md``'s "Where in the
+  notebooks" boxes, one box per topic, from the same assignment and points: the
+  one part of ``week6.md`` that is generated.
 
 Every output goes through the repository's one check-or-write helper
 (``autograder/generated.py``). Besides the standard library it needs ``mistune``
@@ -42,8 +47,9 @@ if str(REPO) not in sys.path:  # run as a script: python handouts/build.py
 from autograder.generated import update  # noqa: E402
 from handouts import BuildError  # noqa: E402
 from handouts.figure_refs import missing_figures  # noqa: E402
-from handouts.grading_map import notebook_items, render_grading_map  # noqa: E402
+from handouts.grading_map import notebook_items, render_grading_map, with_unlisted_items  # noqa: E402
 from handouts.render_html import render_html  # noqa: E402
+from handouts.where_boxes import with_item_boxes  # noqa: E402
 
 SOURCE_MD = HERE / "week6.md"
 OUTPUT_HTML = HERE / "week6.html"
@@ -54,7 +60,8 @@ OUTPUT_MAP = HERE / "grading_map.md"
 # Each topic lists (notebook stem, item) pairs. An item is a graded function or constant
 # (its points sit on the visible-test cell test_<item>) or a written answer (a markdown
 # cell with that grade_id). An entry with a third element is a cross-reference: shown
-# under this topic but counted under the topic named there.
+# under this topic but counted under the topic named there. A graded item not listed
+# here is counted right after the item before it in its notebook (grading_map.py).
 TOPICS: list[tuple[str, str, list[tuple]]] = [
     ("A1", "The learning problem: reuse what you know", [
         ("part_a_discovery", "spanish_reuse"), ("part_a_discovery", "a1_movie_review_skills")]),
@@ -124,7 +131,8 @@ TOPICS: list[tuple[str, str, list[tuple]]] = [
 
 # ================================================================================ main
 def build() -> dict[Path, str]:
-    """What week6.html and grading_map.md should hold; raises BuildError when a source is wrong."""
+    """What week6.html, grading_map.md and week6.md (its boxes) should hold; raises BuildError
+    when a source is wrong."""
     markdown = SOURCE_MD.read_text(encoding="utf-8")
     control = sorted({f"U+{ord(c):04X}" for c in markdown
                       if (ord(c) < 32 and c != "\n") or "\ue000" <= c <= "\uf8ff"})
@@ -133,7 +141,11 @@ def build() -> dict[Path, str]:
     missing = missing_figures(markdown)
     if missing:
         raise BuildError(f"figures missing (run python handouts/figures.py): {missing}")
-    return {OUTPUT_HTML: render_html(markdown), OUTPUT_MAP: render_grading_map(notebook_items(), TOPICS)}
+    items = notebook_items()
+    topics = with_unlisted_items(items, TOPICS)
+    grading_map = render_grading_map(items, topics)
+    markdown = with_item_boxes(markdown, items, topics)
+    return {SOURCE_MD: markdown, OUTPUT_HTML: render_html(markdown), OUTPUT_MAP: grading_map}
 
 
 def outputs() -> dict[Path, bytes]:
@@ -155,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         print("run python handouts/build.py (or make regen)", file=sys.stderr)
         return 1
     if not stale:
-        print("handouts/week6.html and handouts/grading_map.md are up to date.")
+        print("handouts/week6.html, handouts/grading_map.md and the boxes of handouts/week6.md are up to date.")
     return 0
 
 

@@ -2,9 +2,14 @@
 
 The points come from the nbgrader metadata of ``solutions/week6/*.ipynb`` through
 the course model (``autograder/course.py``); which cell belongs to which topic is
-the topic table ``TOPICS`` of ``handouts/build.py``, passed in as ``topics``. A
-graded cell assigned to no topic, or a topic naming a cell that does not exist,
-is a :class:`BuildError`, so the map cannot silently drift from the notebooks.
+the topic table ``TOPICS`` of ``handouts/build.py``, passed in as ``topics``.
+A graded item that ``TOPICS`` does not name belongs where its notebook puts it
+(:func:`with_unlisted_items`): counted under the topic of the graded item before it
+in the notebook, right after that item (the first items of a notebook: before the
+item after them), so adding a graded function to a notebook section needs no
+edit here. A notebook none of whose items ``TOPICS`` names, or a topic naming a
+cell that does not exist, is a :class:`BuildError`, so the map cannot silently
+drift from the notebooks.
 
 Each topic lists (notebook stem, item) pairs. An item is a graded function or
 constant (its points sit on the visible-test cell ``test_<item>``) or a written
@@ -48,12 +53,48 @@ def notebook_items() -> dict[str, dict[str, GradedItem]]:
     return result
 
 
-def _points(value: float) -> str:
+Topics = list[tuple[str, str, list[tuple]]]
+
+
+def _counted_at(topics: Topics, stem: str, item: str) -> tuple[int, int] | None:
+    """(topic index, entry index) of the entry that counts ``stem:item``, or None."""
+    for number, (_, _, entries) in enumerate(topics):
+        for position, entry in enumerate(entries):
+            if len(entry) == 2 and (entry[0], entry[1]) == (stem, item):
+                return number, position
+    return None
+
+
+def with_unlisted_items(items: dict[str, dict[str, GradedItem]], topics: Topics) -> Topics:
+    """``topics`` (a copy) with every graded item it does not name counted next to its
+    neighbour in the notebook: after the nearest earlier item that has a topic, or else
+    before the nearest later one. A notebook with no item in ``topics`` gains nothing."""
+    placed = [(key, title, list(entries)) for key, title, entries in topics]
+    for stem, by_name in items.items():
+        names = list(by_name)
+        for index, name in enumerate(names):
+            if _counted_at(placed, stem, name) is not None:
+                continue
+            earlier = (_counted_at(placed, stem, other) for other in reversed(names[:index]))
+            later = (_counted_at(placed, stem, other) for other in names[index + 1:])
+            after = next((found for found in earlier if found is not None), None)
+            before = next((found for found in later if found is not None), None)
+            if after is not None:
+                placed[after[0]][2].insert(after[1] + 1, (stem, name))
+            elif before is not None:
+                placed[before[0]][2].insert(before[1], (stem, name))
+    return placed
+
+
+def points_text(value: float) -> str:
+    """Points as the handout and the map write them: 2, 1.5."""
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
-def render_grading_map(items: dict[str, dict[str, GradedItem]], topics: list[tuple[str, str, list[tuple]]]) -> str:
-    """grading_map.md as text; raises BuildError if ``topics`` and the notebooks disagree."""
+def render_grading_map(items: dict[str, dict[str, GradedItem]], topics: Topics) -> str:
+    """grading_map.md as text; raises BuildError if ``topics`` and the notebooks disagree.
+
+    ``topics`` is expected to name every graded item (:func:`with_unlisted_items`)."""
     counted: dict[tuple[str, str], str] = {}
     topic_ids = {key for key, _, _ in topics}
     for key, _, entries in topics:
@@ -72,7 +113,8 @@ def render_grading_map(items: dict[str, dict[str, GradedItem]], topics: list[tup
     for stem, by_name in items.items():
         missing = [name for name in by_name if (stem, name) not in counted]
         if missing:
-            raise BuildError(f"graded items of {stem} assigned to no topic in handouts/build.py TOPICS: {missing}")
+            raise BuildError(f"graded items of {stem} assigned to no topic in handouts/build.py TOPICS: {missing} "
+                             "(name at least one item of each notebook there; the others follow their neighbours)")
 
     lines = [
         "# Grading map, week 6",
@@ -104,7 +146,7 @@ def render_grading_map(items: dict[str, dict[str, GradedItem]], topics: list[tup
             notebook = f"`{stem}.ipynb`" if stem != previous_stem else ""
             previous_stem = stem
             kind = info.kind + (", planned" if info.planned else "")
-            points = _points(info.points)
+            points = points_text(info.points)
             if len(entry) == 3:
                 points = f"({points}, counted under {entry[2]})"
             lines.append(f"| {label if k == 0 else ''} | {notebook} | `{item}` | `{info.cell}` | {kind} | {points} |")
@@ -116,8 +158,8 @@ def render_grading_map(items: dict[str, dict[str, GradedItem]], topics: list[tup
         auto = sum(i.points for i in primary if i.kind == "auto" and not i.planned)
         written = sum(i.points for i in primary if i.kind == "written" and not i.planned)
         planned = sum(i.points for i in primary if i.planned)
-        total = _points(auto + written) + (f" (+{_points(planned)} planned)" if planned else "")
-        lines.append(f"| {key} · {title} | {_points(auto)} | {_points(written)} | {total} |")
+        total = points_text(auto + written) + (f" (+{points_text(planned)} planned)" if planned else "")
+        lines.append(f"| {key} · {title} | {points_text(auto)} | {points_text(written)} | {total} |")
 
     lines += ["", "## Totals per notebook", "",
               "| notebook | auto-graded points | manually graded points | total | status |",
@@ -130,8 +172,8 @@ def render_grading_map(items: dict[str, dict[str, GradedItem]], topics: list[tup
         if not planned:
             grand_auto, grand_written = grand_auto + auto, grand_written + written
         status = "planned, not counted" if planned else "present"
-        lines.append(f"| `{stem}.ipynb` | {_points(auto)} | {_points(written)} | "
-                     f"{_points(auto + written)} | {status} |")
-    lines.append(f"| **all present notebooks** | {_points(grand_auto)} | {_points(grand_written)} | "
-                 f"{_points(grand_auto + grand_written)} | |")
+        lines.append(f"| `{stem}.ipynb` | {points_text(auto)} | {points_text(written)} | "
+                     f"{points_text(auto + written)} | {status} |")
+    lines.append(f"| **all present notebooks** | {points_text(grand_auto)} | {points_text(grand_written)} | "
+                 f"{points_text(grand_auto + grand_written)} | |")
     return "\n".join(lines) + "\n"

@@ -25,6 +25,7 @@ from autograder.mathml import MathError, convert_formula, replace_math
 
 from . import BuildError
 from .figure_refs import expand_optional_figures, number_figures
+from .where_boxes import without_box_directives
 
 # A formula stands in the markdown as U+E000 <its number> U+E001 (private-use
 # characters, which markdown leaves alone) until the page is rendered.
@@ -213,7 +214,7 @@ def render_toc(entries: list[tuple[int, str, str]]) -> str:
 
 def render_html(markdown: str) -> str:
     """The handout page for ``markdown`` (the text of ``week6.md``)."""
-    markdown = expand_optional_figures(markdown)
+    markdown = expand_optional_figures(without_box_directives(markdown))
     markdown, numbers = number_figures(markdown)
     formulas = Formulas()
     markdown = replace_math(markdown, formulas.add)
