@@ -58,6 +58,10 @@ class GradingConfig:
     hidden_paths: tuple[str, ...] = (str(REPO),)
     # Where the CLI writes reports and grades.csv; None under nbgrader, whose gradebook records the scores.
     out: Path | None = None
+    # Fork workers from preloaded zygotes (bubblewrap only) instead of starting each cold.
+    zygote: bool = True
+    # The run's zygote pool (its Unix socket), set while one runs (session.zygote_pool); not an option.
+    zygote_address: str | None = None
 
     @classmethod
     def build(cls, *, device: str = "auto", **fields) -> GradingConfig:
@@ -89,6 +93,8 @@ class GradingConfig:
             if value is not None and (not _integer(value) or value <= 0):
                 raise ConfigurationError(f"{field} must be a positive whole number (or None: no limit), "
                                          f"not {value!r}")
+        if type(self.zygote) is not bool:
+            raise ConfigurationError(f"zygote must be True or False, not {self.zygote!r}")
         if not _integer(self.max_restarts) or self.max_restarts < 0:
             raise ConfigurationError(f"max_restarts must be a whole number from 0 up, not {self.max_restarts!r}")
         if isinstance(self.hidden_paths, (str, bytes)):

@@ -14,6 +14,10 @@ notebooks or the sample submissions.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 from . import drivers, forbidden
@@ -22,6 +26,48 @@ from .notebook import REPO
 from .plan import GradingPlan
 from .sandbox.fixtures import fixture_imports, fixture_names
 from .suite import CellFailed, Forbidden, Missing
+
+log = logging.getLogger("autograder")
+
+def sandbox_view(config: GradingConfig) -> dict[str, Any]:
+    """What a worker (or a zygote) of this run sees and preloads: ``Worker``'s arguments."""
+    from week6_helpers.assets import cache_dir
+
+    return dict(
+        hidden_paths=config.hidden_paths,
+        # The sandbox sees only system folders and what is exposed here: the drivers,
+        # the student helpers (inside the hidden repository), the model cache and the
+        # shipped data sets (not data/sample_submissions, which holds a full solution).
+        exposed_paths=[str(drivers.PACKAGE_DIR), str(REPO / "week6_helpers"), str(cache_dir()),
+                       *(str(p) for p in sorted((REPO / "data").iterdir())
+                         if p.is_dir() and p.name != "sample_submissions")],
+        env={"WEEK6_CACHE": str(cache_dir()), "WEEK6_DATA": str(REPO / "data")},
+        preload=list(drivers.WORKER_MODULES),
+        threads=1,
+        # The GPU's device nodes only when grading runs on CUDA: --device cpu on a GPU
+        # machine must not hand student code the GPU.
+        gpu=config.device == "cuda",
+    )
+
+
+@contextlib.contextmanager
+def zygote_pool(config: GradingConfig, size: int) -> Iterator[GradingConfig]:
+    """``config`` with the address of a pool of up to ``size`` zygotes, for the length of
+    the block; ``config`` unchanged where zygotes are off or bubblewrap is unusable.
+
+    The zygotes preload, besides a worker's modules, every module the fixtures
+    declare: a forked worker never imports them again."""
+    from .sandbox.isolation import bwrap_support
+    from .sandbox.zygote import ZygotePool
+
+    if not config.zygote or not bwrap_support().usable:
+        yield config
+        return
+    view = sandbox_view(config)
+    view["preload"] = [*view["preload"], *fixture_imports()]
+    view["start_timeout"] = config.timeout_worker_start
+    with ZygotePool(size, **view) as pool:
+        yield dataclasses.replace(config, zygote_address=pool.address)
 
 
 class GradingSession:
@@ -33,6 +79,7 @@ class GradingSession:
         self.fatal = fatal  # set when the notebook cannot be graded at all
         self.cell_errors: dict[str, str] = {}
         self.worker = None
+        self.lease = None  # this job's hold on a zygote of the run's pool, if there is one
         self.sandbox = "none"
         self.restarts = 0
         self.hung: set[str] = set()  # items whose calls have timed out before
@@ -42,28 +89,21 @@ class GradingSession:
     def start(self) -> None:
         if self.fatal or self.plan is None:
             return
-        from week6_helpers.assets import cache_dir
-
         from .sandbox.worker import Worker
+        from .sandbox.zygote import ZygoteLease, ZygoteUnavailable
 
         config = self.config
+        if config.zygote_address is not None:
+            try:
+                self.lease = ZygoteLease(config.zygote_address, timeout=config.timeout_worker_start)
+            except ZygoteUnavailable as exc:
+                log.warning("starting a cold worker: %s", exc)
         self.worker = Worker(
-            hidden_paths=config.hidden_paths,
-            # The sandbox sees only system folders and what is exposed here: the student
-            # helpers (inside the hidden repository), the model cache and the shipped
-            # data sets (not data/sample_submissions, which holds a full solution).
-            exposed_paths=[str(drivers.PACKAGE_DIR), str(REPO / "week6_helpers"), str(cache_dir()),
-                           *(str(p) for p in sorted((REPO / "data").iterdir())
-                             if p.is_dir() and p.name != "sample_submissions")],
-            env={"WEEK6_CACHE": str(cache_dir()), "WEEK6_DATA": str(REPO / "data")},
-            preload=list(drivers.WORKER_MODULES),
-            threads=1,
+            **sandbox_view(config),
             limits=config.resource_limits(),
             timeout=config.timeout_call,
             start_timeout=config.timeout_worker_start,
-            # The GPU's device nodes only when grading runs on CUDA: --device cpu on a GPU
-            # machine must not hand student code the GPU.
-            gpu=config.device == "cuda",
+            zygote=self.lease,
         )
         self.sandbox = self.worker.sandbox
         for cell in self.plan.cells:
@@ -96,6 +136,9 @@ class GradingSession:
         if self.worker is not None:
             self.worker.close()
             self.worker = None
+        if self.lease is not None:
+            self.lease.close()
+            self.lease = None
 
     # -- what tests call (through autograder.suite.Student)
     def _check(self, solution: str) -> None:

@@ -139,7 +139,8 @@ def gpu_device_nodes() -> list[str]:
 def bwrap_argv(command: list[str], *, env: Mapping[str, str], cwd: str = "/tmp",
                hidden_paths: Iterable[str] = (), exposed_paths: Iterable[str] = (),
                placeholder_file: str, gpu: bool = False, disable_userns: bool = True,
-               bwrap: str = "bwrap", source: Callable[[str], str] | None = None) -> list[str]:
+               bwrap: str = "bwrap", source: Callable[[str], str] | None = None,
+               capabilities: Iterable[str] = ()) -> list[str]:
     """The full ``bwrap`` command that runs ``command`` in the sandbox.
 
     ``placeholder_file`` is an empty regular file bound over hidden *files* (a tmpfs
@@ -148,6 +149,9 @@ def bwrap_argv(command: list[str], *, env: Mapping[str, str], cwd: str = "/tmp",
     covers them; ``runtime_paths()`` are always added, and a hidden path inside one
     of them is refused (``ValueError``): the worker could not start.
     ``source`` maps a host path to where bwrap should bind it from (``Relays``).
+    ``capabilities`` are kept (in the sandbox's own user namespace) after all the
+    others are dropped: only the zygote gets one, ``CAP_SYS_ADMIN``, to give each
+    worker it forks namespaces of its own (``zygote_main``).
     """
     source = source or (lambda path: path)
     # An allow-list, not the host's whole file system: the operating system's own
@@ -205,8 +209,10 @@ def bwrap_argv(command: list[str], *, env: Mapping[str, str], cwd: str = "/tmp",
     argv += ["--chdir", cwd, "--unshare-all", "--unshare-user"]
     if disable_userns:
         argv.append("--disable-userns")
-    argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL",
-             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--clearenv"]
+    argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    for capability in capabilities:
+        argv += ["--cap-add", capability]
+    argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--clearenv"]
     for name, value in env.items():
         argv += ["--setenv", name, value]
     return [*argv, "--", *command]

@@ -127,6 +127,13 @@ class TreeLimits:
     def breach(self) -> Breach | None:
         return self._breach
 
+    def join(self, pid: int) -> None:
+        """Put the running process ``pid`` into the cgroup (a worker forked by the zygote,
+        before it runs any student code); processes started later inherit it."""
+        for procs in self.join_files:
+            with open(procs, "w") as file:
+                file.write(str(pid))
+
     def watch(self, root_pid: int) -> None:
         """Start the watchdog on the tree below ``root_pid`` (bwrap, or the worker)."""
         self._root = root_pid

@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -65,6 +66,7 @@ from .isolation import (
 from .limits import ResourceLimits
 from .process_tree import freeze_tree, kill_processes, kill_tagged, kill_tree
 from .tree_limits import BACKENDS, TreeLimits
+from .zygote import ZygoteUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -114,13 +116,17 @@ class Worker:
         tree_limits_backend: how the whole-tree limits are enforced: "auto" (a cgroup
             where the machine offers a writable one, else a polling watchdog),
             "cgroup" (``SandboxError`` where there is none) or "watchdog".
+        zygote: a ``zygote.ZygoteLease``: under bubblewrap, each start forks the worker
+            from a preloaded zygote (whose paths, environment and preloads were fixed
+            when the pool started) instead of starting a cold ``python``; where the
+            zygote fails, the worker starts cold, with a warning.
     """
 
     def __init__(self, *, isolation: str = "auto", hidden_paths: Iterable[str | os.PathLike] = (),
                  exposed_paths: Iterable[str | os.PathLike] = (), limits: ResourceLimits | None = None,
                  threads: int = 1, timeout: float = 30.0, start_timeout: float = 60.0,
                  env: Mapping[str, str] | None = None, gpu: bool | None = None,
-                 preload: Iterable[str] = (), tree_limits_backend: str = "auto"):
+                 preload: Iterable[str] = (), tree_limits_backend: str = "auto", zygote=None):
         if isolation not in ("auto", "bwrap", "degraded"):
             raise ValueError(f"isolation must be 'auto', 'bwrap' or 'degraded', not {isolation!r}")
         if tree_limits_backend not in BACKENDS:
@@ -139,6 +145,8 @@ class Worker:
         for module in self.preload:
             if not all(part.isidentifier() for part in module.split(".")):
                 raise ValueError(f"not a module name: {module!r}")
+        self.zygote = zygote if self.sandbox == "bwrap" else None
+        self.forked = False  # this start came from the zygote
         self.info: dict[str, Any] = {}
         self._history: list[tuple[str, str, float | None]] = []  # cells that succeeded
         self._cells_seen = 0
@@ -242,6 +250,13 @@ class Worker:
     # ----------------------------------------------------------------- internals
 
     def _start(self) -> None:
+        if self.zygote is not None:
+            try:
+                return self._start_forked()
+            except ZygoteUnavailable as exc:
+                log.warning("starting a cold worker: %s", exc)
+                self.zygote = None
+        self.forked = False
         scratch = tempfile.mkdtemp(prefix="autograder-worker-")
         tag = uuid.uuid4().hex
         identity: HostIdentity | None = None
@@ -263,6 +278,56 @@ class Worker:
                 release_host_identity(identity)
             shutil.rmtree(scratch, ignore_errors=True)
             raise
+        self._attach(process, tag, scratch, tree_limits, identity)
+
+    def _start_forked(self) -> None:
+        """Fork the worker from the zygote: pipes made here, the child's ends sent over."""
+        scratch = tempfile.mkdtemp(prefix="autograder-worker-")
+        tag = uuid.uuid4().hex
+        tree_limits = None
+        ends: list[int] = []
+        try:
+            tree_limits = TreeLimits(self.limits, backend=self.tree_limits_backend)
+            requests_read, requests_write = os.pipe()
+            replies_read, replies_write = os.pipe()
+            output_read, output_write = os.pipe()
+            ends = [requests_read, replies_write, output_write]
+            ours = [requests_write, replies_read, output_read]
+            limits = self.limits
+            # As for a cold worker under a host user of its own: while it runs, the
+            # zygote's user is this worker's alone (one worker per zygote at a time).
+            if bwrap_support().separate_users and limits.processes is None and limits.tree_processes is not None:
+                limits = dataclasses.replace(limits, processes=limits.tree_processes)
+            try:
+                pid = self.zygote.spawn(ends, limits.to_json())
+            except BaseException:
+                for fd in ours:
+                    os.close(fd)
+                raise
+            for fd in ends:
+                os.close(fd)
+            ends = []
+            process = _Forked(pid, stdin=os.fdopen(requests_write, "wb", buffering=0),
+                              stdout=os.fdopen(replies_read, "rb", buffering=0),
+                              stderr=os.fdopen(output_read, "rb", buffering=0))
+            try:
+                tree_limits.join(pid)  # before the first request: no student code has run yet
+            except OSError as exc:
+                _terminate(process, tag, scratch, _OutputTail(process.stderr.fileno()), tree_limits, None)
+                raise ZygoteUnavailable(f"the forked worker could not join its cgroup: {exc}") from None
+        except BaseException:
+            for fd in ends:
+                os.close(fd)
+            if tree_limits is not None:
+                tree_limits.close()
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        self.forked = True
+        self._attach(process, tag, scratch, tree_limits, None)
+
+    def _attach(self, process, tag: str, scratch: str, tree_limits: TreeLimits,
+                identity: HostIdentity | None) -> None:
+        """Take a started worker process into service: channel, output, limits, a first ping."""
         self._process = process
         self._tree_limits = tree_limits
         self._output = _OutputTail(process.stderr.fileno())
@@ -322,7 +387,7 @@ class Worker:
         if grace > 0:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(grace)
-        status = process.poll()
+        status = process.poll() if not self.forked else None  # not our child: no exit status
         kill_processes(frozen)
         self._finalizer()  # _terminate, once: kills what is left, reaps, cleans up
         self._finalizer = None
@@ -437,6 +502,38 @@ def _warn_unreadable(paths: list[str]) -> None:
             log.warning("exposed path %s holds %s, which student code cannot read: the sandbox runs as a "
                         "user of its own, so it needs read permission for others (chmod o+r, o+rx for "
                         "folders)", path, unreadable)
+
+
+class _Forked:
+    """A worker forked by the zygote, with the part of ``subprocess.Popen``'s interface
+    ``Worker`` uses. It is not this process's child: its end is seen through a pidfd,
+    and its exit status is unknown."""
+
+    def __init__(self, pid: int, *, stdin, stdout, stderr):
+        self.pid = pid
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self._exited = False
+        try:
+            self._pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            self._pidfd, self._exited = None, True
+
+    def _ended(self, timeout: float) -> bool:
+        if not self._exited and self._pidfd is not None:
+            ready, _, _ = select.select([self._pidfd], [], [], timeout)
+            if ready:
+                self._exited = True
+                os.close(self._pidfd)
+                self._pidfd = None
+        return self._exited
+
+    def poll(self) -> int | None:
+        return -1 if self._ended(0) else None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._ended(timeout if timeout is not None else 1e9):
+            raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
+        return -1
 
 
 class _OutputTail:

@@ -110,8 +110,9 @@ def test_detached_process_cannot_rewrite_reports(graded):
     # Workers of this checkout only (their command starts with this interpreter): other
     # checkouts on the machine may be grading at the same time.
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-    left = [line for line in ps if f"{sys.executable} -s -m autograder.sandbox.worker_main" in line]
-    assert left == [], "a sandboxed worker outlived its grading job"
+    left = [line for line in ps if any(f"{sys.executable} -s -m autograder.sandbox.{entry}" in line
+                                       for entry in ("worker_main", "zygote_main"))]
+    assert left == [], "a sandboxed worker, or a zygote and the workers it forked, outlived the run"
 
 
 def test_sandbox_is_bubblewrap_where_available(graded):
