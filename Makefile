@@ -28,7 +28,7 @@ help:
 	@echo "make lab      JupyterLab on the student bundle, as a student sees it"
 	@echo "make student-bundle  write dist/week6-student/ (and .zip): what students receive"
 	@echo "make release  regenerate assignments/ from solutions/ with nbgrader"
-	@echo "make regen    regenerate release, handout, grading map, samples; check data SHA256SUMS (CHECK=1: check only)"
+	@echo "make regen    regenerate release, handout, grading map, samples, README points; check data SHA256SUMS (CHECK=1: check only)"
 	@echo "make setup    only create .venv and install the pinned dependencies"
 
 setup: $(STAMP)

@@ -2,7 +2,7 @@
 
     python -m autograder.regen                  # regenerate what is out of date
     python -m autograder.regen --check          # write nothing; exit 1 listing what is out of date
-    python -m autograder.regen --only handout   # one step (repeatable): release, handout, samples, checksums
+    python -m autograder.regen --only handout   # one step (repeatable): release, handout, samples, readme, checksums
 
 The steps, in the order in which they depend on each other:
 
@@ -13,12 +13,14 @@ The steps, in the order in which they depend on each other:
    (``handouts/build.py``);
 3. ``samples``: ``data/sample_submissions/`` from the release notebooks
    (``data/sample_submissions/build.py``), which is why the release comes first;
-4. ``checksums``: every ``data/**/SHA256SUMS`` against the files it lists. The data
+4. ``readme``: the points columns of the README's table of notebooks, from the
+   course model (``autograder/readme_points.py``);
+5. ``checksums``: every ``data/**/SHA256SUMS`` against the files it lists. The data
    sets, tokenizer and checkpoints are rebuilt from upstream downloads or by
    training (``data/*/build.py``, ``python -m week6_pretraining...``), not here: a
    mismatch is reported in both modes and never "fixed" by rewriting the list.
 
-Steps 1-3 hand every file to one check-or-write helper
+Steps 1-4 hand every file to one check-or-write helper
 (:func:`autograder.generated.update`); ``--check`` therefore writes nothing, and
 reports each file that differs, is missing, or should no longer exist. All steps
 run even when one finds something, so one run lists everything.
@@ -94,6 +96,15 @@ def samples(check: bool) -> Found:
     return _updated(_samples_build().outputs(), check)
 
 
+def readme(check: bool) -> Found:
+    from . import readme_points
+
+    try:
+        return _updated(readme_points.outputs(), check)
+    except readme_points.ReadmeError as err:
+        return Found(errors=[f"README.md: {err}"])
+
+
 def checksums(check: bool, root: Path = DATA) -> Found:
     """Every file listed by a ``SHA256SUMS`` below ``root`` exists and has that digest
     (``sha256sum -c``); the same in both modes, since rewriting a list fixes nothing."""
@@ -117,6 +128,7 @@ STEPS: dict[str, Callable[[bool], Found]] = {
     "release": release,
     "handout": handout,
     "samples": samples,
+    "readme": readme,
     "checksums": checksums,
 }
 

@@ -139,3 +139,19 @@ def test_checksums_are_verified_in_both_modes(tmp_path, check):
     assert len(found.errors) == 2
     assert "bad.txt: does not match" in found.errors[0] and "gone.txt: listed in" in found.errors[1]
     assert (folder / "SHA256SUMS").read_text() == listing, "a list is never rewritten"
+
+
+def test_the_readme_points_follow_the_course_and_its_prose_stays():
+    from autograder.course import load_course
+    from autograder.readme_points import README, ReadmeError, with_course_points
+
+    course = load_course()
+    text = README.read_text(encoding="utf-8")
+    assert with_course_points(text, course) == text, "run make regen"
+    stale = text.replace("| 12 | 8 |", "| 11 | 8 |", 1)
+    assert stale != text and with_course_points(stale, course) == text
+    row = next(line for line in text.splitlines() if line.startswith("| `exercise4_model_size.ipynb`"))
+    with pytest.raises(ReadmeError, match="no row for exercise4_model_size"):
+        with_course_points(text.replace(row + "\n", ""), course)
+    with pytest.raises(ReadmeError, match="not one of the course's notebooks"):
+        with_course_points(text.replace(row, row.replace("exercise4_model_size", "exercise9_missing")), course)
