@@ -20,7 +20,8 @@ def test_the_worker_gets_gpu_nodes_only_when_grading_on_cuda(monkeypatch, device
             seen.update(kwargs)
 
     monkeypatch.setattr("autograder.sandbox.worker.Worker", FakeWorker)
-    session = grading_session.GradingSession(GradingPlan(stem="part_a_discovery", cells=[]), GradingConfig(device=device))
+    plan = GradingPlan(stem="part_a_discovery", cells=[])
+    session = grading_session.GradingSession(plan, GradingConfig(device=device))
     session.start()
     assert seen["gpu"] is gpu
 
