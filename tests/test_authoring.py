@@ -49,9 +49,9 @@ REFERENCE = "autograder/reference/span_corruption.py"
 SUITE = f"autograder/hidden/test_{STEM}.py"
 HAND_EDITED = {NOTEBOOK, REFERENCE, SUITE}
 # Where regeneration may write, and what it must have rewritten for this function.
-DERIVED_PLACES = ("assignments/week6/", "handouts/week6.md", "handouts/week6.html", "handouts/grading_map.md",
-                  "data/sample_submissions/")
-REGENERATED = {f"assignments/week6/{STEM}.ipynb", "handouts/week6.md", "handouts/week6.html",
+DERIVED_PLACES = ("README.md", "assignments/week6/", "handouts/week6.md", "handouts/week6.html",
+                  "handouts/grading_map.md", "data/sample_submissions/")
+REGENERATED = {"README.md", f"assignments/week6/{STEM}.ipynb", "handouts/week6.md", "handouts/week6.html",
                "handouts/grading_map.md", f"data/sample_submissions/alice_full_solution/week6/{STEM}.ipynb",
                "data/sample_submissions/expected.json"}
 
