@@ -3,7 +3,7 @@
     python -m autograder grade [PATH ...] [--out DIR] [--jobs N] [--device auto|cpu|cuda] [--student NAME]
                                [--shard I/N | --shards N --shard-from-env VAR] [--force] [--format gradescope]
                                [--timeout-notebook S] [--timeout-cell S] [--timeout-call S]
-                               [--timeout-hung-call S] [--timeout-worker-start S]
+                               [--timeout-hung-call S] [--timeout-worker-start S] [--no-zygote]
     python -m autograder merge DIR ... [--out DIR] [--nbgrader [--course-root DIR]]
     python -m autograder check NOTEBOOK
 
@@ -22,6 +22,9 @@ class table, and ``merge`` builds it from their reports. ``--format gradescope``
 also writes each report as Gradescope's ``results.json``, in
 ``DIR/<student>/gradescope/<notebook stem>.json``. The device, the timeouts and the
 paths become one ``GradingConfig`` (``autograder.config``), built here once per run.
+Under bubblewrap the run keeps up to ``--jobs`` zygotes (``autograder.sandbox.zygote``),
+preloaded once, from which every notebook's sandboxed worker is forked;
+``--no-zygote`` starts each worker cold instead.
 
 Exit status (``grade``): 0 every submission assigned to this run has a report,
 whatever the scores; 2 some could not be graded because of the grader or the
@@ -33,6 +36,7 @@ worker.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -45,8 +49,10 @@ from .config import GradingConfig
 from .device import DEVICES, DeviceUnavailable
 from .intake import ConfigurationError, IntakeError, Submission, collect, read_regular_file
 from .notebook import REPO
+from .progress import Progress as _Progress
 from .report import Report, print_table, read_report, write_gradescope, write_report, write_table
 from .runner import grade_in_subprocess
+from .session import zygote_pool
 from .version import SCHEMA_VERSION, __version__, suite_hash, up_to_date_report
 
 SAMPLES = REPO / "data" / "sample_submissions"
@@ -104,11 +110,13 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
              if any(s.problem for s in mine) else "") + "...", flush=True)
     started = time.perf_counter()
 
-    def one(sub: Submission) -> Report:
-        return grade_in_subprocess(sub.path, student=sub.student, config=config)
-
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, _Progress(len(todo)) as progress:
-        futures = {pool.submit(one, sub): (sub, digest) for sub, digest in todo}
+    with contextlib.ExitStack() as stack:
+        if todo:
+            config = stack.enter_context(zygote_pool(config, jobs))
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, jobs)))
+        progress = stack.enter_context(_Progress(len(todo)))
+        futures = {pool.submit(grade_in_subprocess, sub.path, student=sub.student, config=config): (sub, digest)
+                   for sub, digest in todo}
         for future in as_completed(futures):
             sub, digest = futures[future]
             report = record(sub, future.result(), digest)
@@ -132,35 +140,6 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
               "run the same command again to retry them.", file=sys.stderr)
         return EXIT_RETRY
     return EXIT_OK
-
-
-class _Progress:
-    """A progress bar on a terminal (done, failures, ETA); one plain line per notebook elsewhere."""
-
-    def __init__(self, total: int):
-        self.total, self.count, self.failures = total, 0, 0
-        self.bar = None
-        if total and sys.stderr.isatty():
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, unit="notebook", file=sys.stderr, dynamic_ncols=True)
-
-    def done(self, sub: Submission, report: Report) -> None:
-        self.count += 1
-        self.failures += report.outcome == "failed"
-        if self.bar is not None:
-            self.bar.set_postfix_str(f"failed {self.failures}", refresh=False)
-            self.bar.update()
-        else:
-            print(f"[{self.count}/{self.total}] {sub.student}/{sub.name}: {report.score:g}/{report.max_score:g}"
-                  + (" (could not be graded)" if report.outcome == "failed" else ""), flush=True)
-
-    def __enter__(self) -> _Progress:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 def merge(folders: list[Path], out: Path | None = None, nbgrader: bool = False,
@@ -261,6 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade_parser.add_argument("--force", action="store_true", help="grade again notebooks whose report is up to date")
     grade_parser.add_argument("--format", action="append", choices=("gradescope",), default=[],
                               help="also write each report in this format")
+    grade_parser.add_argument("--no-zygote", dest="zygote", action="store_false",
+                              help="start every sandboxed worker cold instead of forking it from a preloaded zygote")
     # The timeouts of the run, each a field of GradingConfig (dest) with its default;
     # docs/threat-model.md's limits table names them, and its test checks it.
     timeouts = grade_parser.add_argument_group("timeouts (seconds)")
@@ -309,7 +290,7 @@ def grading_config(args: argparse.Namespace) -> GradingConfig:
         device=args.device, out=args.out,
         timeout_notebook=args.timeout_notebook, timeout_cell=args.timeout_cell, timeout_call=args.timeout_call,
         timeout_hung_call=args.timeout_hung_call, timeout_worker_start=args.timeout_worker_start,
-        hidden_paths=(*GradingConfig.hidden_paths, *(str(p.resolve()) for p in args.paths),
+        zygote=args.zygote, hidden_paths=(*GradingConfig.hidden_paths, *(str(p.resolve()) for p in args.paths),
                       str(args.out.resolve())),
     )
 

@@ -32,27 +32,40 @@ The device and the timeouts are traitlets of :class:`SandboxedGrading`
 (``c.SandboxedGrading.timeout_call = 30`` in ``nbgrader_config.py``, or
 ``--SandboxedGrading.timeout_call=30``), made into one ``GradingConfig`` the first
 time a notebook is graded; docs/threat-model.md's limits table lists them.
+
+While it grades, ``nbgrader autograde`` shows the progress the CLI shows
+(``autograder/progress.py``): a tqdm bar on a terminal with the notebooks done, the
+failures so far and the ETA, one plain line per notebook elsewhere. nbgrader makes
+a new preprocessor for every notebook, so the run's count lives in
+:class:`AutogradeProgress`, one per nbgrader converter (one per run).
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
+import os
 import re
 import tempfile
 import textwrap
+import weakref
 from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_output
-from traitlets import Float, Unicode
+from traitlets import Bool, Float, Unicode
 
 from nbgrader import utils
+from nbgrader.converters import BaseConverter
 from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
 
 from .config import GradingConfig
-from .intake import ConfigurationError, IntakeError, read_regular_file
+from .intake import ConfigurationError, IntakeError, Submission, read_regular_file
 from .notebook import ASSIGNMENT, cell_points, is_test_cell
+from .progress import Progress
 from .report import Report, TestResult
 from .runner import grade_in_subprocess
+from .session import zygote_pool
 from .version import up_to_date_report
 
 
@@ -127,6 +140,8 @@ class SandboxedGrading(NbGraderPreprocessor):
                               "an item that timed out once").tag(config=True)
     timeout_worker_start = Float(GradingConfig.timeout_worker_start, help="seconds allowed for starting a "
                                  "sandboxed worker").tag(config=True)
+    zygote = Bool(GradingConfig.zygote, help="fork sandboxed workers from a preloaded zygote (bubblewrap "
+                                             "only) instead of starting each cold").tag(config=True)
     reports = Unicode("", help="folder of reports of `python -m autograder grade`, used instead of "
                                "grading a notebook again where they are up to date").tag(config=True)
 
@@ -139,7 +154,7 @@ class SandboxedGrading(NbGraderPreprocessor):
                 self._config = GradingConfig.build(
                     device=self.device, timeout_notebook=self.timeout, timeout_cell=self.timeout_cell,
                     timeout_call=self.timeout_call, timeout_hung_call=self.timeout_hung_call,
-                    timeout_worker_start=self.timeout_worker_start)
+                    timeout_worker_start=self.timeout_worker_start, zygote=self.zygote)
             except ConfigurationError as err:
                 raise ConfigurationError(f"SandboxedGrading (nbgrader_config.py or --SandboxedGrading.*): {err}"
                                          ) from None
@@ -152,13 +167,17 @@ class SandboxedGrading(NbGraderPreprocessor):
         # up is the course root (gradebook, submissions), which the sandbox hides.
         folder = Path(resources.get("metadata", {}).get("path") or Path.cwd()).resolve()
         course_root = str(folder.parents[2]) if len(folder.parents) > 2 else str(folder)
-        report = self._saved_report(Path(course_root), student, stem) if self.reports else None
-        if report is None:
-            with tempfile.TemporaryDirectory(prefix="autograde-") as scratch:
-                path = Path(scratch) / f"{stem}.ipynb"
-                nbformat.write(nb, path)
-                report = grade_in_subprocess(path, student=student,
-                                             config=self.grading_config().hiding(course_root, scratch))
+        progress = AutogradeProgress.starting(self)
+        submission = Submission(student, folder / f"{stem}.ipynb", f"{stem}.ipynb", stem)
+        try:
+            report = self._report(nb, stem, student, course_root)
+        except Exception as err:
+            if progress is not None:
+                progress.done(submission, Report.problem(student, submission.name, f"not graded: {err!r}",
+                                                         outcome="failed"))
+            raise
+        if progress is not None:
+            progress.done(submission, report)
         for warning in report.warnings:
             self.log.warning("%s/%s: %s", student, stem, warning)
         if report.sandbox == "degraded":
@@ -184,6 +203,30 @@ class SandboxedGrading(NbGraderPreprocessor):
         resources.setdefault("week6", {})[stem] = report
         return nb, resources
 
+    def _report(self, nb, stem: str, student: str, course_root: str) -> Report:
+        """The report of this notebook: from ``self.reports`` when up to date there, else graded now."""
+        report = self._saved_report(Path(course_root), student, stem) if self.reports else None
+        if report is None:
+            with tempfile.TemporaryDirectory(prefix="autograde-") as scratch:
+                path = Path(scratch) / f"{stem}.ipynb"
+                nbformat.write(nb, path)
+                report = grade_in_subprocess(path, student=student,
+                                             config=self._run_config(course_root).hiding(scratch))
+        return report
+
+    def _run_config(self, course_root: str) -> GradingConfig:
+        """The config of this run for a course root, with the zygote pool that serves it.
+
+        nbgrader makes a preprocessor per notebook, so the pool is kept per process
+        and course root and closed when the process exits. Its sandboxes hide the
+        course root and the folder of the per-notebook scratch copies."""
+        config = self.grading_config().hiding(course_root, tempfile.gettempdir())
+        if config not in _ZYGOTE_POOLS:
+            stack = contextlib.ExitStack()
+            _ZYGOTE_POOLS[config] = stack.enter_context(zygote_pool(config, 1))
+            atexit.register(stack.close)
+        return _ZYGOTE_POOLS[config]
+
     def _saved_report(self, course_root: Path, student: str, stem: str) -> Report | None:
         """The report of this submission in ``self.reports`` if it is up to date, else None."""
         try:
@@ -199,6 +242,70 @@ class SandboxedGrading(NbGraderPreprocessor):
         else:
             self.log.info("%s/%s: scores from the report in %s", student, stem, self.reports)
         return report
+
+
+# GradingConfig (with its course root) -> the same config with the address of its zygote pool.
+_ZYGOTE_POOLS: dict[GradingConfig, GradingConfig] = {}
+
+
+class AutogradeProgress:
+    """The progress of one ``nbgrader autograde`` run, shared by the preprocessors nbgrader makes for it.
+
+    The total is what nbgrader itself found to grade: its converter's ``assignments``,
+    the submitted folders (``submitted/<student>/<assignment>/``) and notebooks that
+    ``init_notebooks`` matched for the run's students, assignment and notebooks,
+    taken from the converter rather than globbed again so that both cannot disagree.
+    nbgrader decides later, per student, to skip one (already autograded without
+    ``--force``, or excluded) and to drop notebooks the gradebook does not know; the
+    total follows when the run gets there: a student's notebooks are counted as
+    nbgrader kept them (``converter.notebooks``) from their first notebook on, and a
+    student that nbgrader went past (it goes through them in sorted order) counts
+    for the notebooks done. A student skipped after the last one graded stays in the
+    total.
+    """
+
+    _runs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def __init__(self, converter: BaseConverter, log):
+        self.order = sorted(converter.assignments)
+        self.planned = {folder: len(converter.assignments[folder]) for folder in self.order}
+        self.reached: set[str] = set()
+        self.done_in: dict[str, int] = {}
+        self.current: str | None = None
+        self.progress = Progress(sum(self.planned.values()), loggers=[log])
+        weakref.finalize(converter, self.progress.close)
+
+    @classmethod
+    def starting(cls, preprocessor: NbGraderPreprocessor) -> AutogradeProgress | None:
+        """The progress of the run that ``preprocessor`` starts a notebook of (None outside an
+        nbgrader converter), with the total brought up to the student it belongs to."""
+        converter = getattr(preprocessor.parent, "parent", None)
+        if not isinstance(converter, BaseConverter) or not converter.assignments:
+            return None
+        if converter not in cls._runs:
+            cls._runs[converter] = cls(converter, preprocessor.log)
+        run = cls._runs[converter]
+        run._reach(converter.notebooks)
+        return run
+
+    def _reach(self, notebooks: list[str]) -> None:
+        """Note the student whose ``notebooks`` (as nbgrader kept them) are being converted."""
+        # A key of ``assignments``: nbgrader globbed the notebooks inside it.
+        self.current = os.path.dirname(notebooks[0]) if notebooks else None
+        if self.current not in self.planned or self.current in self.reached:
+            return
+        for earlier in self.order[:self.order.index(self.current)]:
+            self.planned[earlier] = self.done_in.get(earlier, 0)
+        self.planned[self.current] = len(notebooks)
+        self.reached.add(self.current)
+        self.progress.set_total(sum(self.planned.values()))
+
+    def done(self, submission: Submission, report: Report) -> None:
+        """One notebook of the current student is done."""
+        self.done_in[self.current] = self.done_in.get(self.current, 0) + 1
+        self.progress.done(submission, report)
+        if self.progress.count >= self.progress.total:
+            self.progress.close()
 
 
 class SaveSandboxedGrades(SaveAutoGrades):

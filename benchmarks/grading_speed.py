@@ -1,157 +1,535 @@
-"""Grading speed: this grader vs stock ``nbgrader autograde``, and a class of N.
+"""Grading speed at class scale: this grader on full submissions, its floor, and stock nbgrader.
 
-    .venv/bin/python benchmarks/grading_speed.py [--class-sizes 10 25 50] [--jobs 2]
+    .venv/bin/python benchmarks/grading_speed.py [--quick] [--sizes 10 50 300] [--jobs 2]
+                                                 [--stock-students 2] [--skip-stock] [--results FILE]
 
-All runs use the same sample submission (the full solution of
-``part_b_bert_gpt``, from ``data/sample_submissions``), on this machine, in one
-run, and print side by side:
+Every submission is a whole one: the eight notebooks of
+``data/sample_submissions/alice_full_solution/week6`` (110 auto-graded points),
+copied into ``<student>/week6/`` for each student of a class. One run measures,
+side by side, on this machine:
 
-1. stock nbgrader: ``nbgrader autograde`` with nbgrader's own preprocessors, i.e.
-   the student's notebook executed top to bottom in a Jupyter kernel with the
-   tests in it (experiments in fast mode, ``WEEK6_FAST=1``, to be kind to it), on
-   1 and on 3 copies (it grades one notebook at a time);
-2. this grader: ``python -m autograder grade`` on the same notebook, one job;
-3. classes of N copies of that submission with ``--jobs J``, to show the time
-   per submission and that the total grows linearly with the class.
+(a) the floor: the eight hidden suites with the reference implementations playing
+    the student, in one process that has imported everything first, with no
+    sandbox, no notebook and no CLI (``tests/grading/inprocess.py``). It is what
+    grading costs when only the tests run, so the grader's own cost per student is
+    read against it.
+(b) this grader, ``python -m autograder grade --jobs 1 --device cpu`` on one
+    student, then on a class of 5: the growth of the total divided by the 4 extra
+    students is the cost of a student after set-up (CLI start, fork server), on one
+    core; that over (a) is the grader's overhead.
+(c) classes of 10, 50 and 300 students with ``--jobs 2`` (``--quick`` skips 300):
+    total and per student, and whether the total is linear in the class: a line
+    through the 10- and 50-student totals, and how far the 300-student total is
+    from it. The slope of that line is this grader's cost per student at class
+    scale.
+(d) stock ``nbgrader autograde``: the student's notebook executed top to bottom in
+    a Jupyter kernel with nbgrader's own preprocessors, experiments in fast mode
+    (``WEEK6_FAST=1``), ``WEEK6_DATA`` naming this repository's data folder so the
+    notebooks find their files; ``--stock-students`` students (default 2), one
+    notebook at a time, as stock nbgrader grades. Its cost per student after set-up
+    comes from the run's own log: the total from the first notebook on, divided by
+    the students. Stock nbgrader runs student code in its kernel (the cheats among
+    the samples score full marks there); it is here for its time only.
+(e) sharding: the 10-student class of (c) graded as 3 shards one after another
+    (``--shard 0/3``, ``1/3``, ``2/3`` into one folder, then ``python -m autograder
+    merge``), against (c)'s one unsharded run of the same class: what splitting a
+    class into a job array costs.
 
-The comparison is per submission *after set-up*: the growth of the total from the
-smaller to the larger run divided by the extra submissions, so that one-off costs
-(starting the CLI, nbgrader's database, the fork server's imports) count for
-neither side.
+A time counts only when its grading was right. For this grader: every notebook
+has a report, every report's score equals its max_score, and each student has
+110 points. For (a): every test passed. For (d): nbgrader's gradebook gives each
+student the full 110 auto-graded points (a notebook that cannot find its data
+fails fast, and would make stock nbgrader look fast). A side whose check fails is
+printed as such and its figures count for no target.
 
-It prints a table and writes ``benchmarks/results/grading_speed.json``. It is a
-benchmark, not a test: nothing here asserts a time.
+Memory: each report carries ``grader_peak_rss_mib``, the peak RSS of the trusted
+grading process of that notebook; the max and median are reported per run. The
+sandboxed workers (and the whole process tree of a run) are sampled with psutil
+every 0.5 s while the CLI runs: a sampled peak, so a lower bound of the true one.
+
+It prints every figure, then the ratios the targets are about, each with PASS or
+MISS, and writes ``benchmarks/results/grading_speed.json`` (``--results``). It
+is a benchmark, not a test: nothing here asserts a time. ``--sizes`` replaces the
+class sizes of (c) for a smoke test, and caps the others by them: (b) grades 1
+and min(5, the second size) students, (e) the first size.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
+import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "data" / "sample_submissions" / "alice_full_solution" / "week6" / "part_b_bert_gpt.ipynb"
+FULL = REPO / "data" / "sample_submissions" / "alice_full_solution" / "week6"
 RESULTS = REPO / "benchmarks" / "results" / "grading_speed.json"
+AUTO_POINTS = 110  # of the eight notebooks together (README, "The assignment")
+NOTEBOOKS = 8
+SERIAL_CLASS = 5
+SHARDS = 3
+SAMPLE_EVERY_S = 0.5
+# The sandboxed processes run modules of this package (the worker, the zygote it is forked from).
+SANDBOX_MODULES = "autograder.sandbox."
+TARGETS = {  # name: (what, limit, "max" or "min")
+    "overhead": ("(b) s per student after set-up / (a)", 1.3, "max"),
+    "speedup": ("(d) stock / (c) s per student after set-up", 10.0, "min"),
+    "class_300": ("300-student class total, s", 15 * 60.0, "max"),
+    "linearity": ("300-student total off the 10-50 line, %", 10.0, "max"),
+    "shards": ("3 shards / 1 run", 1.1, "max"),
+}
 STOCK_CONFIG = """c = get_config()
 c.CourseDirectory.course_id = "bench"
 c.CourseDirectory.source_directory = "source"
 c.CourseDirectory.release_directory = "release"
 c.Execute.timeout = 900
+c.Application.log_format = "%(asctime)s.%(msecs)03d [%(levelname)s] %(message)s"
+c.Application.log_datefmt = "%Y-%m-%d %H:%M:%S"
 """
 
 
-def env() -> dict[str, str]:
-    environment = dict(os.environ, WEEK6_FAST="1", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-                       TRANSFORMERS_OFFLINE="1")
+# ------------------------------------------------------------------ running things
+def env(**extra: str) -> dict[str, str]:
+    environment = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                       **extra)
     environment["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), environment.get("PATH", "")])
     return environment
 
 
-def timed(command: list[str], cwd: Path) -> float:
+class TreeSampler:
+    """Peak RSS of a process tree, sampled: the largest sandboxed process, and the whole tree's sum
+    (which counts pages that forked processes share once per process: an upper bound)."""
+
+    def __init__(self, pid: int):
+        self.pid, self.worker_mib, self.tree_mib = pid, 0.0, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        import psutil
+
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.Error:
+            return
+        while not self._stop.wait(SAMPLE_EVERY_S):
+            try:
+                processes = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                return
+            tree = 0.0
+            for process in processes:
+                try:
+                    rss = process.memory_info().rss / 2**20
+                    tree += rss
+                    if any(part.startswith(SANDBOX_MODULES) for part in process.cmdline()):
+                        self.worker_mib = max(self.worker_mib, rss)
+                except psutil.Error:
+                    continue
+            self.tree_mib = max(self.tree_mib, tree)
+
+
+def timed(command: list[str], cwd: Path = REPO, environment: dict[str, str] | None = None,
+          sample: bool = False) -> tuple[float, subprocess.CompletedProcess, TreeSampler | None]:
+    """Wall seconds of ``command``, its result, and its sampled memory (``sample``)."""
     started = time.perf_counter()
-    result = subprocess.run(command, cwd=cwd, env=env(), capture_output=True, text=True)
+    process = subprocess.Popen(command, cwd=cwd, env=environment or env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    sampler = TreeSampler(process.pid) if sample else None
+    if sampler is not None:
+        with sampler:
+            stdout, stderr = process.communicate()
+    else:
+        stdout, stderr = process.communicate()
     elapsed = time.perf_counter() - started
+    return elapsed, subprocess.CompletedProcess(command, process.returncode, stdout, stderr), sampler
+
+
+def commit() -> str:
+    """The repository's commit, "+changes" when the working tree differs from it."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                           capture_output=True, text=True)
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "") if head.returncode == 0 else "unknown"
+
+
+def tail(result: subprocess.CompletedProcess, lines: int = 15) -> str:
+    return "\n".join((result.stdout + result.stderr).strip().splitlines()[-lines:])
+
+
+def make_class(root: Path, students: int) -> Path:
+    """``root/<student>/week6/`` with the eight notebooks of the full solution, for each student."""
+    for index in range(students):
+        target = root / f"student{index:03d}" / "week6"
+        target.mkdir(parents=True)
+        for notebook in sorted(FULL.glob("*.ipynb")):
+            shutil.copyfile(notebook, target / notebook.name)
+    return root
+
+
+# ------------------------------------------------------------------ (a) the floor
+def floor_worker(out: Path) -> None:
+    """In a process of its own: import everything, then time only the eight suites."""
+    sys.path.insert(0, str(REPO))
+    os.chdir(REPO)
+    import autograder.preload  # noqa: F401  (what the fork server imports)
+    from autograder.course import load_course
+    from autograder.reference import arithmetic
+    from tests.grading.inprocess import grade_in_process, grading_environment, reference_namespace
+
+    stems = [notebook.stem for notebook in load_course().notebooks if notebook.auto_points]
+    namespace = reference_namespace()
+    namespace["CAT_NEXT_WORD_PROBS"] = arithmetic.softmax_worked_example()
+    suites = {}
+    with grading_environment():
+        started = time.perf_counter()
+        for stem in stems:
+            began = time.perf_counter()
+            results = grade_in_process(stem, namespace)
+            suites[stem] = {"s": round(time.perf_counter() - began, 2), "tests": len(results),
+                            "passed": sum(r.status == "passed" for r in results),
+                            "points": round(sum(r.points for r in results), 4),
+                            "max_points": round(sum(r.max_points for r in results), 4)}
+        total = time.perf_counter() - started
+    out.write_text(json.dumps({"total_s": total, "suites": suites}))
+
+
+def in_process_floor(scratch: Path) -> dict:
+    out = scratch / "floor.json"
+    elapsed, result, _ = timed([sys.executable, str(Path(__file__).resolve()), "--floor-worker", str(out)])
+    if result.returncode != 0 or not out.is_file():
+        return {"ok": False, "problem": f"exit {result.returncode}: {tail(result)}"}
+    floor = json.loads(out.read_text())
+    suites = floor["suites"]
+    points = sum(s["points"] for s in suites.values())
+    failing = [stem for stem, s in suites.items() if s["passed"] != s["tests"]]
+    ok = not failing and len(suites) == NOTEBOOKS and abs(points - AUTO_POINTS) < 1e-6
+    return {"ok": ok, "s_per_student": round(floor["total_s"], 2), "process_s": round(elapsed, 1),
+            "points": points, "suites": suites,
+            **({} if ok else {"problem": f"tests failed in {failing or 'none'}, {points:g}/{AUTO_POINTS} points"})}
+
+
+# ------------------------------------------------------------------ this grader
+def check_reports(out: Path, students: int) -> dict:
+    """Every notebook of every student reported with full marks; peak RSS of the grading processes."""
+    reports = [json.loads(path.read_text()) for path in sorted(out.glob("*/*.json"))]
+    short = [f"{r['student']}/{r['notebook']}: {r['score']:g}/{r['max_score']:g} ({r['outcome']})"
+             for r in reports if r["score"] != r["max_score"] or r["outcome"] != "graded"]
+    per_student: dict[str, float] = {}
+    for report in reports:
+        per_student[report["student"]] = per_student.get(report["student"], 0.0) + report["score"]
+    wrong_total = {s: p for s, p in per_student.items() if abs(p - AUTO_POINTS) > 1e-6}
+    rss = [r["grader_peak_rss_mib"] for r in reports if r.get("grader_peak_rss_mib") is not None]
+    problems = short[:5]
+    if len(reports) != students * NOTEBOOKS:
+        problems.append(f"{len(reports)} reports for {students} x {NOTEBOOKS} notebooks")
+    if wrong_total:
+        problems.append(f"students without {AUTO_POINTS} points: {dict(list(wrong_total.items())[:5])}")
+    return {"ok": not problems, "reports": len(reports), **({"problem": "; ".join(problems)} if problems else {}),
+            "grader_peak_rss_mib": {"max": max(rss, default=None),
+                                    "median": round(statistics.median(rss), 1) if rss else None}}
+
+
+def grade_command(tree: Path, out: Path, jobs: int, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "autograder", "grade", str(tree), "--out", str(out), "--jobs", str(jobs),
+            "--device", "cpu", *extra]
+
+
+def this_grader(scratch: Path, students: int, jobs: int) -> dict:
+    """``python -m autograder grade`` on a fresh class of ``students`` and a fresh output folder."""
+    tree = make_class(scratch / f"class{students}-jobs{jobs}", students)
+    out = scratch / f"grades{students}-jobs{jobs}"
+    elapsed, result, sampler = timed(grade_command(tree, out, jobs), sample=True)
+    row = {"students": students, "jobs": jobs, "total_s": round(elapsed, 1),
+           "s_per_student": round(elapsed / students, 2), "exit": result.returncode,
+           **check_reports(out, students), "worker_peak_rss_mib_sampled": round(sampler.worker_mib, 1),
+           "tree_peak_rss_mib_sampled": round(sampler.tree_mib, 1)}
     if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
-    return elapsed
+        row["ok"] = False
+        row["problem"] = f"exit {result.returncode}: {tail(result)}"
+    shutil.rmtree(tree)
+    return row
 
 
-def stock_nbgrader(scratch: Path, submissions: int) -> float:
-    """Total seconds of stock, in-kernel ``nbgrader autograde`` on ``submissions`` copies."""
-    root = scratch / f"stock{submissions}"
+def sharded(scratch: Path, students: int, jobs: int) -> dict:
+    """The class graded as ``SHARDS`` shards one after another into one folder, then merged."""
+    tree = make_class(scratch / f"sharded{students}", students)
+    out = scratch / f"sharded{students}-grades"
+    total, problems, worker, whole = 0.0, [], 0.0, 0.0
+    for index in range(SHARDS):
+        elapsed, result, sampler = timed(grade_command(tree, out, jobs, "--shard", f"{index}/{SHARDS}"),
+                                         sample=True)
+        total += elapsed
+        worker, whole = max(worker, sampler.worker_mib), max(whole, sampler.tree_mib)
+        if result.returncode != 0:
+            problems.append(f"shard {index}: exit {result.returncode}: {tail(result)}")
+    elapsed, result, _ = timed([sys.executable, "-m", "autograder", "merge", str(out)])
+    total += elapsed
+    if result.returncode != 0:
+        problems.append(f"merge: exit {result.returncode}: {tail(result)}")
+    row = {"students": students, "jobs": jobs, "shards": SHARDS, "total_s": round(total, 1),
+           "merge_s": round(elapsed, 1), **check_reports(out, students),
+           "worker_peak_rss_mib_sampled": round(worker, 1), "tree_peak_rss_mib_sampled": round(whole, 1)}
+    if problems:
+        row["ok"] = False
+        row["problem"] = "; ".join(problems + [row.get("problem", "")]).strip("; ")
+    shutil.rmtree(tree)
+    return row
+
+
+# ------------------------------------------------------------------ (d) stock nbgrader
+LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \[\w+\] Sanitizing (.+\.ipynb)$")
+
+
+def sanitizing_times(log: str) -> list[tuple[float, str]]:
+    """(epoch seconds, notebook path) of each notebook nbgrader starts, from its log."""
+    found = []
+    for line in log.splitlines():
+        match = LOG_LINE.match(line.strip())
+        if match:
+            stamp = datetime.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
+            found.append((stamp, match.group(2)))
+    return found
+
+
+def stock_nbgrader(scratch: Path, students: int) -> dict:
+    """Stock in-kernel ``nbgrader autograde`` of ``students`` full submissions, checked in its gradebook."""
+    root = scratch / "stock"
     shutil.copytree(REPO / "solutions" / "week6", root / "source" / "week6",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+                    ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
     (root / "nbgrader_config.py").write_text(STOCK_CONFIG)
     nbgrader = [sys.executable, "-m", "nbgrader"]
-    timed(nbgrader + ["generate_assignment", "week6", "--force"], root)
-    for index in range(submissions):
-        target = root / "submitted" / f"student{index:02d}" / "week6"
-        target.mkdir(parents=True)
-        shutil.copy(SAMPLE, target)
-    # The stock kernel imports week6_helpers from the environment, like a student's.
-    return timed(nbgrader + ["autograde", "week6", "--create", "--force"], root)
+    stock_env = env(WEEK6_FAST="1", WEEK6_DATA=str(REPO / "data"))
+    _, generated, _ = timed(nbgrader + ["generate_assignment", "week6", "--force"], root, stock_env)
+    if generated.returncode != 0:
+        return {"ok": False, "students": students, "problem": f"generate_assignment: {tail(generated)}"}
+    make_class(root / "submitted", students)
+    started = time.time()
+    elapsed, result, _ = timed(nbgrader + ["autograde", "week6", "--create", "--force"], root, stock_env)
+    ended = started + elapsed
+    starts = sanitizing_times(result.stderr)
+    row = {"students": students, "total_s": round(elapsed, 1), "exit": result.returncode}
+    if starts:
+        row["setup_s"] = round(starts[0][0] - started, 1)
+        row["s_per_student"] = round((ended - starts[0][0]) / students, 1)
+        row["s_per_notebook"] = stock_notebook_times(starts, ended)
+    scores, problems = stock_scores(root, students)
+    row["auto_scores"] = scores
+    if result.returncode != 0:
+        problems.append(f"exit {result.returncode}: {tail(result)}")
+    if not starts:
+        problems.append("no 'Sanitizing' lines in nbgrader's log to time the notebooks by")
+    row["ok"] = not problems
+    if problems:
+        row["problem"] = "; ".join(problems)
+    return row
 
 
-def this_grader(scratch: Path, students: int, jobs: int) -> float:
-    """Total seconds for ``python -m autograder grade`` on ``students`` copies."""
-    tree = scratch / f"class{students}"
-    for index in range(students):
-        target = tree / f"student{index:03d}" / "week6"
-        target.mkdir(parents=True)
-        shutil.copy(SAMPLE, target)
-    command = [sys.executable, "-m", "autograder", "grade", str(tree), "--jobs", str(jobs),
-               "--out", str(scratch / f"grades{students}"), "--device", "cpu"]
-    return timed(command, REPO)
+def stock_notebook_times(starts: list[tuple[float, str]], ended: float) -> dict[str, float]:
+    """Mean seconds per notebook over the students: from its start to the next notebook's (or the end)."""
+    spans: dict[str, list[float]] = {}
+    for (stamp, path), following in zip(starts, [s for s, _ in starts[1:]] + [ended]):
+        spans.setdefault(Path(path).stem, []).append(following - stamp)
+    return {stem: round(statistics.mean(values), 1) for stem, values in sorted(spans.items())}
+
+
+def stock_scores(root: Path, students: int) -> tuple[dict[str, str], list[str]]:
+    """Each student's auto-graded score in nbgrader's gradebook, and what is wrong with them."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    scores, problems = {}, []
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "bench") as gradebook:
+        for index in range(students):
+            student = f"student{index:03d}"
+            try:
+                submission = gradebook.find_submission("week6", student)
+            except MissingEntry:
+                problems.append(f"{student}: no submission in the gradebook")
+                continue
+            scores[student] = f"{submission.code_score:g}/{submission.max_code_score:g}"
+            if not (submission.code_score == submission.max_code_score == AUTO_POINTS):
+                low = [f"{n.name} {n.code_score:g}/{n.max_code_score:g}" for n in submission.notebooks
+                       if n.code_score != n.max_code_score]
+                problems.append(f"{student}: {scores[student]} auto-graded points, not {AUTO_POINTS} "
+                                f"({', '.join(low)})")
+    return scores, problems
+
+
+# ------------------------------------------------------------------ figures and targets
+def figures(results: dict) -> dict:
+    """The ratios the targets are about, each None where its inputs are missing or failed their check."""
+    floor, serial, classes = results["floor"], results["one_job"], results["classes"]
+    stock, shards = results.get("stock"), results.get("shards")
+
+    def good(*rows) -> bool:
+        return all(row is not None and row.get("ok") for row in rows)
+
+    out: dict[str, float | None] = dict.fromkeys(TARGETS)
+    one, few = serial
+    if good(one, few) and few["students"] > one["students"]:
+        results["one_job_s_per_student_after_setup"] = round(
+            (few["total_s"] - one["total_s"]) / (few["students"] - one["students"]), 2)
+        if good(floor):
+            out["overhead"] = results["one_job_s_per_student_after_setup"] / floor["s_per_student"]
+    if len(classes) >= 2 and good(*classes[:2]):
+        small, large = classes[:2]
+        slope = (large["total_s"] - small["total_s"]) / (large["students"] - small["students"])
+        results["class_s_per_student_after_setup"] = round(slope, 2)
+        if good(stock) and "s_per_student" in stock and slope > 0:
+            out["speedup"] = stock["s_per_student"] / slope
+        if len(classes) >= 3 and good(classes[2]):
+            predicted = small["total_s"] + slope * (classes[2]["students"] - small["students"])
+            out["linearity"] = abs(classes[2]["total_s"] - predicted) / predicted * 100
+    big = [row for row in classes if row["students"] == 300]
+    if big and good(big[0]):
+        out["class_300"] = big[0]["total_s"]
+    unsharded = next((row for row in classes if shards and row["students"] == shards["students"]), None)
+    if good(shards, unsharded):
+        out["shards"] = shards["total_s"] / unsharded["total_s"]
+    return {name: None if value is None else round(value, 3) for name, value in out.items()}
+
+
+def verdict(name: str, value: float | None) -> str:
+    if value is None:
+        return "not measured"
+    _, limit, kind = TARGETS[name]
+    return "PASS" if (value <= limit if kind == "max" else value >= limit) else "MISS"
+
+
+def row_line(label: str, row: dict | None) -> str:
+    if row is None:
+        return f"{label:52} {'skipped':>10}"
+    total = row.get("total_s")
+    per = row.get("s_per_student")
+    check = "ok" if row.get("ok") else f"NOT COUNTED: {row.get('problem', '?')}"
+    return (f"{label:52} {total if total is not None else '-':>10} {per if per is not None else '-':>12}"
+            f"  {check}")
+
+
+def print_results(results: dict) -> None:
+    floor, jobs = results["floor"], results["jobs"]
+    print()
+    print(f"{'run':52} {'total s':>10} {'s / student':>12}  check")
+    print(f"{'(a) in-process floor: 8 suites, reference as student':52} {'-':>10} "
+          f"{floor.get('s_per_student', '-'):>12}  " + ("ok" if floor["ok"] else f"NOT COUNTED: {floor['problem']}"))
+    for row in results["one_job"]:
+        print(row_line(f"(b) this grader, {row['students']} student(s), --jobs 1", row))
+    for row in results["classes"]:
+        print(row_line(f"(c) this grader, class of {row['students']}, --jobs {jobs}", row))
+    stock = results.get("stock")
+    print(row_line(f"(d) stock nbgrader autograde, {stock['students'] if stock else '-'} student(s)", stock))
+    if stock and stock.get("auto_scores"):
+        print(f"{'':52} auto-graded: {', '.join(f'{s} {p}' for s, p in stock['auto_scores'].items())}")
+    if stock and stock.get("s_per_notebook"):
+        print(f"{'':52} s per notebook (mean over the students):")
+        for stem, seconds in stock["s_per_notebook"].items():
+            print(f"{'':54}{stem:40} {seconds:>6g}")
+    shards = results.get("shards")
+    print(row_line(f"(e) {SHARDS} shards one after another + merge, "
+                   f"{shards['students'] if shards else '-'} student(s)", shards))
+    print()
+    print("after set-up, s per student: "
+          f"--jobs 1 {results.get('one_job_s_per_student_after_setup', '-')}, "
+          f"--jobs {jobs} {results.get('class_s_per_student_after_setup', '-')}, "
+          f"stock {stock.get('s_per_student', '-') if stock else '-'}")
+    print("peak RSS, MiB: grading process (max / median over the reports); sandboxed worker and whole "
+          "process tree (sampled)")
+    for label, row in memory_rows(results):
+        grader = row["grader_peak_rss_mib"]
+        print(f"  {label:44} grader {grader['max']} / {grader['median']}, worker {row['worker_peak_rss_mib_sampled']}"
+              f", tree {row['tree_peak_rss_mib_sampled']}")
+    print()
+    print(f"{'target':52} {'measured':>10} {'limit':>12}  verdict")
+    for name, value in results["figures"].items():
+        what, limit, kind = TARGETS[name]
+        shown = "-" if value is None else f"{value:g}"
+        print(f"{what:52} {shown:>10} {('<= ' if kind == 'max' else '>= ') + f'{limit:g}':>12}  "
+              f"{results['verdicts'][name]}")
+
+
+def memory_rows(results: dict) -> list[tuple[str, dict]]:
+    rows = [(f"(b) {r['students']} student(s), --jobs 1", r) for r in results["one_job"]]
+    rows += [(f"(c) class of {r['students']}, --jobs {r['jobs']}", r) for r in results["classes"]]
+    if results.get("shards"):
+        rows.append((f"(e) {SHARDS} shards of {results['shards']['students']}", results["shards"]))
+    return [(label, row) for label, row in rows if "grader_peak_rss_mib" in row]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--class-sizes", type=int, nargs="+", default=[10, 25, 50])
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--serial-class", type=int, default=5,
-                        help="this grader with --jobs 1 grades 1 and then this many copies")
-    parser.add_argument("--stock-submissions", type=int, default=3,
-                        help="stock nbgrader grades 1 and then this many copies")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 300],
+                        help="the class sizes of (c); the first is also (e)'s class (default 10 50 300)")
+    parser.add_argument("--quick", action="store_true", help="skip the third (300-student) class")
+    parser.add_argument("--jobs", type=int, default=2, help="--jobs of (c) and (e) (default 2)")
+    parser.add_argument("--stock-students", type=int, default=2, help="students of stock nbgrader (default 2)")
+    parser.add_argument("--skip-stock", action="store_true", help="do not run stock nbgrader")
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help=f"where the JSON goes (default {RESULTS.relative_to(REPO)})")
+    parser.add_argument("--floor-worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if not SAMPLE.is_file():
-        raise SystemExit(f"missing {SAMPLE}: run python data/sample_submissions/build.py")
+    if args.floor_worker is not None:
+        floor_worker(args.floor_worker)
+        return 0
+    notebooks = sorted(FULL.glob("*.ipynb"))
+    if len(notebooks) != NOTEBOOKS:
+        raise SystemExit(f"expected {NOTEBOOKS} notebooks in {FULL}: run python data/sample_submissions/build.py")
+    sizes = args.sizes[:2] if args.quick else args.sizes
+    serial = min(SERIAL_CLASS, args.sizes[1] if len(args.sizes) > 1 else args.sizes[0])
 
-    results: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
-                     "sample": str(SAMPLE.relative_to(REPO)), "jobs": args.jobs}
-    small, large = 1, args.stock_submissions
+    results: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+                     "date": datetime.date.today().isoformat(), "commit": commit(),
+                     "submission": str(FULL.relative_to(REPO)),
+                     "notebooks": [p.name for p in notebooks], "auto_points": AUTO_POINTS,
+                     "jobs": args.jobs, "sizes": sizes, "quick": args.quick}
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as scratch:
         scratch = Path(scratch)
-        stock = {}
-        for size in (small, large):
-            print(f"stock nbgrader autograde (in-kernel), {size} submission(s) ...", flush=True)
-            stock[size] = stock_nbgrader(scratch, size)
-        print("this grader, one submission, one job ...", flush=True)
-        single = this_grader(scratch, 1, 1)
-        print(f"this grader, {args.serial_class} submissions, one job ...", flush=True)
-        serial = this_grader(scratch, args.serial_class, 1)
+        print("(a) in-process floor: the eight hidden suites, reference implementations as the student ...",
+              flush=True)
+        results["floor"] = in_process_floor(scratch)
+        results["one_job"] = []
+        for students in (1, serial):
+            print(f"(b) this grader, {students} student(s), --jobs 1 ...", flush=True)
+            results["one_job"].append(this_grader(scratch, students, 1))
         results["classes"] = []
-        for size in args.class_sizes:
-            print(f"this grader, class of {size}, --jobs {args.jobs} ...", flush=True)
-            total = this_grader(scratch, size, args.jobs)
-            results["classes"].append({"students": size, "total_s": round(total, 1),
-                                       "s_per_submission": round(total / size, 2)})
-
-    # Marginal cost of one more submission, set-up (start-up, imports, fork server) excluded.
-    stock_marginal = (stock[large] - stock[small]) / (large - small)
-    first, last = results["classes"][0], results["classes"][-1]
-    class_marginal = (last["total_s"] - first["total_s"]) / (last["students"] - first["students"])
-    results["stock_nbgrader"] = {"submissions": [small, large], "total_s": [round(stock[small], 1),
-                                 round(stock[large], 1)], "s_per_submission_after_setup": round(stock_marginal, 2)}
-    serial_marginal = (serial - single) / (args.serial_class - 1)
-    results["this_grader_one_job"] = {"submissions": [1, args.serial_class], "total_s": [round(single, 1),
-                                      round(serial, 1)], "s_per_submission_after_setup": round(serial_marginal, 2)}
-    results["this_grader_s_per_submission_after_setup"] = round(class_marginal, 2)
-    results["speedup_vs_stock"] = round(stock_marginal / class_marginal, 2)
-    results["speedup_vs_stock_one_job"] = round(stock_marginal / serial_marginal, 2)
-    print()
-    print(f"{'':46} {'total s':>9} {'s / submission':>15}")
-    print(f"{'stock nbgrader autograde (in-kernel), 1':46} {stock[small]:>9.1f} {stock[small]:>15.2f}")
-    print(f"{f'stock nbgrader autograde (in-kernel), {large}':46} {stock[large]:>9.1f} {stock[large] / large:>15.2f}")
-    print(f"{'this grader (sandboxed), 1, --jobs 1':46} {single:>9.1f} {single:>15.2f}")
-    label = f"this grader (sandboxed), {args.serial_class}, --jobs 1"
-    print(f"{label:46} {serial:>9.1f} {serial / args.serial_class:>15.2f}")
-    for row in results["classes"]:
-        label = f"this grader, class of {row['students']}, --jobs {args.jobs}"
-        print(f"{label:46} {row['total_s']:>9.1f} {row['s_per_submission']:>15.2f}")
-    print()
-    print(f"after set-up, s per submission: stock {stock_marginal:.2f} (from {small} to {large}); this grader "
-          f"{serial_marginal:.2f} with --jobs 1 (from 1 to {args.serial_class}, "
-          f"{stock_marginal / serial_marginal:.1f}x), {class_marginal:.2f} with --jobs {args.jobs} "
-          f"(from {first['students']} to {last['students']}, {stock_marginal / class_marginal:.1f}x)")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwritten to {RESULTS.relative_to(REPO)}")
+        for students in sizes:
+            print(f"(c) this grader, class of {students}, --jobs {args.jobs} ...", flush=True)
+            results["classes"].append(this_grader(scratch, students, args.jobs))
+        print(f"(e) {SHARDS} shards of the class of {sizes[0]}, one after another, then merge ...", flush=True)
+        results["shards"] = sharded(scratch, sizes[0], args.jobs)
+        if args.skip_stock:
+            results["stock"] = None
+        else:
+            print(f"(d) stock nbgrader autograde, {args.stock_students} student(s), fast mode ...", flush=True)
+            results["stock"] = stock_nbgrader(scratch, args.stock_students)
+    results["benchmark_s"] = round(time.perf_counter() - started, 1)
+    results["figures"] = figures(results)
+    results["verdicts"] = {name: verdict(name, value) for name, value in results["figures"].items()}
+    results["targets"] = {name: {"what": what, "limit": limit, "kind": kind}
+                          for name, (what, limit, kind) in TARGETS.items()}
+    results["worker_peak_rss"] = (f"sampled with psutil every {SAMPLE_EVERY_S:g} s (the largest process "
+                                  f"running a module of {SANDBOX_MODULES}*): a lower bound of the true peak")
+    print_results(results)
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\n{results['benchmark_s']:.0f} s in all; written to {args.results}")
     return 0
 
 
