@@ -51,7 +51,7 @@ from .intake import ConfigurationError, IntakeError, Submission, collect, read_r
 from .notebook import REPO
 from .progress import Progress as _Progress
 from .report import Report, print_table, read_report, write_gradescope, write_report, write_table
-from .runner import grade_in_subprocess
+from .runner import grade_in_subprocess, start_fork_server
 from .session import zygote_pool
 from .version import SCHEMA_VERSION, __version__, suite_hash, up_to_date_report
 
@@ -112,7 +112,9 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
 
     with contextlib.ExitStack() as stack:
         if todo:
-            config = stack.enter_context(zygote_pool(config, jobs))
+            workers = min(max(1, jobs), len(todo))
+            config = stack.enter_context(zygote_pool(config, workers, prestart=workers))
+            start_fork_server()
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, jobs)))
         progress = stack.enter_context(_Progress(len(todo)))
         futures = {pool.submit(grade_in_subprocess, sub.path, student=sub.student, config=config): (sub, digest)

@@ -223,7 +223,7 @@ class SandboxedGrading(NbGraderPreprocessor):
         config = self.grading_config().hiding(course_root, tempfile.gettempdir())
         if config not in _ZYGOTE_POOLS:
             stack = contextlib.ExitStack()
-            _ZYGOTE_POOLS[config] = stack.enter_context(zygote_pool(config, 1))
+            _ZYGOTE_POOLS[config] = stack.enter_context(zygote_pool(config, 1, prestart=1))
             atexit.register(stack.close)
         return _ZYGOTE_POOLS[config]
 

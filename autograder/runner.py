@@ -53,6 +53,15 @@ def _fork_context():
         return _context
 
 
+def start_fork_server() -> None:
+    """Start the fork server now, so that its imports overlap with the caller's other
+    start-up work (the zygotes' imports) instead of delaying the first job."""
+    import multiprocessing.forkserver
+
+    _fork_context()
+    multiprocessing.forkserver.ensure_running()
+
+
 def _job_main(target: Callable, args: Sequence, log_path: str) -> None:
     """First code of a forked job: own session, output to the log, then the job."""
     os.setsid()  # a group of its own: a timeout kills the job and everything it started

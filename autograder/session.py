@@ -51,9 +51,10 @@ def sandbox_view(config: GradingConfig) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def zygote_pool(config: GradingConfig, size: int) -> Iterator[GradingConfig]:
+def zygote_pool(config: GradingConfig, size: int, *, prestart: int = 0) -> Iterator[GradingConfig]:
     """``config`` with the address of a pool of up to ``size`` zygotes, for the length of
     the block; ``config`` unchanged where zygotes are off or bubblewrap is unusable.
+    ``prestart`` of them start at once, the rest when a job first needs them.
 
     The zygotes preload, besides a worker's modules, every module the fixtures
     declare: a forked worker never imports them again."""
@@ -63,10 +64,12 @@ def zygote_pool(config: GradingConfig, size: int) -> Iterator[GradingConfig]:
     if not config.zygote or not bwrap_support().usable:
         yield config
         return
+    from .drivers import models  # noqa: F401  (registers the fixtures, whose imports the zygotes preload)
+
     view = sandbox_view(config)
     view["preload"] = [*view["preload"], *fixture_imports()]
     view["start_timeout"] = config.timeout_worker_start
-    with ZygotePool(size, **view) as pool:
+    with ZygotePool(size, prestart=prestart, **view) as pool:
         yield dataclasses.replace(config, zygote_address=pool.address)
 
 

@@ -252,7 +252,7 @@ class ZygotePool:
     The socket is in a folder only the grader's user can enter. A zygote that died is
     replaced at the next lease."""
 
-    def __init__(self, size: int, **zygote_options):
+    def __init__(self, size: int, *, prestart: int = 0, **zygote_options):
         self.size = max(1, size)
         self._options = zygote_options
         self._folder = tempfile.mkdtemp(prefix="autograder-zygotes-")
@@ -272,6 +272,20 @@ class ZygotePool:
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zygote-start")
         self._accepting = threading.Thread(target=self._accept, name="zygote-pool", daemon=True)
         self._accepting.start()
+        # Started now, they import while the caller does its own start-up (a fork server).
+        for _ in range(min(prestart, self.size)):
+            self._starting += 1
+            self._starter.submit(Zygote, **self._options).add_done_callback(self._started)
+
+    def _started(self, future) -> None:
+        with self._available:
+            self._starting -= 1
+            if future.exception() is None:
+                self._all.append(future.result())
+                self._idle.append(future.result())
+            else:
+                log.warning("a zygote did not start: %s", future.exception())
+            self._available.notify_all()
 
     def _accept(self) -> None:
         while not self._closed:
@@ -290,7 +304,7 @@ class ZygotePool:
                         return zygote
                     self._all.remove(zygote)
                     zygote.close()
-                if len(self._all) + self._starting < self.size:
+                if len(self._all) + self._starting < self.size and not self._starting:
                     self._starting += 1
                     break
                 self._available.wait()
