@@ -52,20 +52,36 @@ def seeded_call(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, 
     of calls, all drawing from the one generator, so consecutive calls continue
     its stream), ``stack`` (default False: when every result is a tensor of one
     shape, return them stacked along a new first dimension, which crosses the
-    boundary much faster than thousands of small tensors).
+    boundary much faster than thousands of small tensors), ``rows`` (default
+    None: when given, the first argument is a tensor of one row, [1, ...], and
+    the function receives it repeated ``rows`` times, [rows, ...], a contiguous
+    tensor built here, so that thousands of identical rows need not cross the
+    boundary), ``return_args`` (default True; False when the test does not look
+    at the inputs afterwards, so that large inputs are not sent back).
 
     Returns ``{"values": [result of each call] (or their stack), "stacked": bool,
-    "args_after": args after the calls}`` (to check that the function did not
-    modify its inputs).
+    "args_after": args after the calls (None unless return_args)}`` (to check
+    that the function did not modify its inputs).
     """
     function = student_definition(namespace, params["name"])
     args, kwargs = list(params.get("args", [])), dict(params.get("kwargs", {}))
+    if params.get("rows") is not None:
+        args[0] = _repeat_row(args[0], params["rows"])
     generator = torch.Generator(device=params.get("device", "cpu")).manual_seed(params["seed"])
     kwargs[params.get("generator_kwarg", "generator")] = generator
     values = [function(*args, **kwargs) for _ in range(params.get("repeat", 1))]
     stackable = (params.get("stack", False) and all(type(v) is torch.Tensor for v in values)
                  and len({(v.shape, v.dtype, v.device) for v in values}) == 1)
-    return {"values": torch.stack(values) if stackable else values, "stacked": bool(stackable), "args_after": args}
+    return {"values": torch.stack(values) if stackable else values, "stacked": bool(stackable),
+            "args_after": args if params.get("return_args", True) else None}
+
+
+def _repeat_row(row: Any, rows: int) -> torch.Tensor:
+    """``row`` [1, ...] as ``rows`` identical rows [rows, ...], a contiguous tensor of its own."""
+    if type(row) is not torch.Tensor or row.dim() == 0 or row.size(0) != 1:
+        raise ValueError(f"rows= needs a first argument of one row [1, ...], got {type(row).__name__} "
+                         f"{list(getattr(row, 'shape', []))}")
+    return row.expand(rows, *row.shape[1:]).contiguous()
 
 
 @register_probe("call_keeping_inputs")

@@ -8,10 +8,13 @@ here for the reference. Predictions are compared only for reviews where the
 reference's two label log-probabilities, computed one review at a time without
 padding, differ by more than ``CLEAR_MARGIN``, so that rounding differences
 between correct implementations (left padding, right padding read at the last
-real token, other batch sizes) cannot flip a prediction.
+real token, other batch sizes) cannot flip a prediction. The reference only reads
+its model and tokenizer, so the margins of a set of reviews are computed once per
+grading process.
 """
 from __future__ import annotations
 
+import functools
 import random
 
 import torch
@@ -119,9 +122,12 @@ def _fixtures(seed: int, device: str, padding_side: str = "right"):
     return model, tokenizer
 
 
+@functools.lru_cache(maxsize=None)
 @torch.no_grad()
-def _margins(model, tokenizer, reviews, examples) -> torch.Tensor:
-    """log P(" positive") - log P(" negative") of the reference, one review at a time, no padding."""
+def _margins(seed: int, device: str, reviews: tuple[str, ...], examples: tuple) -> torch.Tensor:
+    """log P(" positive") - log P(" negative") of the reference, one review at a time, no padding, on
+    the model of ``_fixtures(seed, device)`` (whose tokenizer's padding side plays no part here)."""
+    model, tokenizer = (build_fixture(reference) for reference in _fixtures(seed, device))
     ids = [tokenizer(" " + word, add_special_tokens=False).input_ids[0] for word in exercises.LABEL_WORDS]
     device = next(model.parameters()).device
     margins = []
@@ -139,8 +145,7 @@ def _expect_classification(student, seed: int, device: str, reviews, examples=()
     expect_tensor(actual, dtype=torch.long, shape=(len(reviews),), device="cpu",
                   what=f"{what}: the predictions (a LongTensor [N] on the CPU)")
     expect(bool(((actual == 0) | (actual == 1)).all()), f"{what}: predictions must be 0 or 1, got {actual.tolist()}")
-    model, tokenizer = build_fixture(model_ref), build_fixture(tokenizer_ref)
-    margins = _margins(model, tokenizer, reviews, examples)
+    margins = _margins(seed, device, tuple(reviews), tuple(examples))
     expected = (margins > 0).long()
     clear = margins.abs() > CLEAR_MARGIN
     wrong = [i for i in range(len(reviews)) if clear[i] and int(actual[i]) != int(expected[i])]

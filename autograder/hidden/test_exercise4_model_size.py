@@ -5,9 +5,13 @@
 probe on a seeded tiny BERT classifier (``bert_classifier``); the same driver
 runs here with the reference on an identical model, and the records are
 compared. ``count_encoder_parameters`` is called directly on fixture models,
-including a masked LM whose decoder is tied to the word embeddings.
+including a masked LM whose decoder is tied to the word embeddings. The
+reference's records depend only on the seeded fixtures, so each is computed once
+per grading process.
 """
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -26,13 +30,18 @@ def _inputs(seed: int, batch: int = 3, length: int = 9, vocab: int = 64) -> dict
     return {"input_ids": ids, "attention_mask": mask}
 
 
-def _truncate(student, device: str, num_layers: int, *, seed: int = 0, layers: int = 4):
-    reference = fixture("bert_classifier", seed=seed, layers=layers, device=device)
-    inputs = _inputs(seed)
-    actual = student.probe("truncate_encoder_run", model=reference, num_layers=num_layers, **inputs)
-    expected = probes.drive_truncate_encoder(exercises.truncate_encoder, build_fixture(reference),
-                                                      num_layers, **inputs)
-    return actual, expected
+@functools.lru_cache(maxsize=None)
+def _reference_truncation(device: str, num_layers: int, seed: int, layers: int) -> dict:
+    """The record of ``drive_truncate_encoder`` with the reference, once per grading process."""
+    model = build_fixture(fixture("bert_classifier", seed=seed, layers=layers, device=device))
+    return probes.drive_truncate_encoder(exercises.truncate_encoder, model, num_layers, **_inputs(seed))
+
+
+def _truncate(student, device: str, num_layers: int, *, seed: int = 0, layers: int = 4, reference: bool = True):
+    """The student's record of ``drive_truncate_encoder`` and (when ``reference``) the reference's."""
+    model = fixture("bert_classifier", seed=seed, layers=layers, device=device)
+    actual = student.probe("truncate_encoder_run", model=model, num_layers=num_layers, **_inputs(seed))
+    return actual, _reference_truncation(device, num_layers, seed, layers) if reference else None
 
 
 def _expect_same_model(actual, expected, what: str) -> None:
@@ -66,7 +75,7 @@ def test_truncate_encoder_keeps_the_bottom_layers(student, device):
 
 @graded("test_truncate_encoder", points=1)
 def test_truncate_encoder_leaves_the_original_alone(student):
-    actual, _ = _truncate(student, "cpu", 2, seed=2)
+    actual, _ = _truncate(student, "cpu", 2, seed=2, reference=False)
     expect(not actual["returned_original"], "truncate_encoder must return a new model, not the one it was given")
     expect(actual["original_unchanged"], "truncate_encoder changed the original model (its layers, weights or "
                                          "config.num_hidden_layers): work on a copy (copy.deepcopy)")
@@ -103,9 +112,15 @@ def test_training_flops(student):
 
 
 # =============================================================== count_encoder_parameters (2)
+@functools.lru_cache(maxsize=None)
+def _reference_counts(reference: tuple) -> dict:
+    """``count_encoder_parameters`` of the reference on the fixture ``dict(reference)``, once per grading process."""
+    return exercises.count_encoder_parameters(build_fixture(dict(reference)))
+
+
 def _expect_counts(student, reference: dict, what: str) -> None:
     actual = student.call(reference)
-    expected = exercises.count_encoder_parameters(build_fixture(reference))
+    expected = _reference_counts(tuple(sorted(reference.items())))
     expect(type(actual) is dict, f"{what} must return a dict, got {type(actual).__name__}")
     expect(set(actual) == set(expected), f"{what} must have exactly the keys {sorted(expected)}, got {sorted(actual)}")
     for key in ("embeddings", "encoder", "head", "total"):
