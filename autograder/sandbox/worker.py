@@ -253,8 +253,11 @@ class Worker:
         if self.zygote is not None:
             try:
                 return self._start_forked()
-            except ZygoteUnavailable as exc:
-                log.warning("starting a cold worker: %s", exc)
+            except (ZygoteUnavailable, WorkerCrashed, WorkerTimeout) as exc:
+                # No student code has run yet: whatever failed is the zygote's, and a
+                # cold worker grades the submission as well, only slower.
+                log.warning("starting a cold worker: the zygote's worker did not start: %s", exc)
+                self._stop()
                 self.zygote = None
         self.forked = False
         scratch = tempfile.mkdtemp(prefix="autograder-worker-")
@@ -397,7 +400,9 @@ class Worker:
     def _request(self, op: str, timeout: float | None, what: str, **fields: Any) -> Any:
         if not self.alive or self._channel is None:
             self._raise_if_over_limit(what)
-            raise WorkerCrashed(f"{what}: the worker is not running; call restart()")
+            tail = self.output()
+            raise WorkerCrashed(f"{what}: the worker is not running; call restart()"
+                                + (f"\n--- last output ---\n{tail[-2000:]}" if tail else ""))
         timeout = self.timeout if timeout is None else timeout
         self._next_id += 1
         request_id = self._next_id

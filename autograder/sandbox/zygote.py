@@ -78,7 +78,7 @@ def _receive(sock: socket.socket, timeout: float | None, *, with_fds: bool = Fal
         if not ready:
             raise TimeoutError("no reply in time")
     fds = array.array("i")
-    space = socket.CMSG_LEN(FDS_PER_WORKER * fds.itemsize) if with_fds else 0
+    space = socket.CMSG_SPACE(FDS_PER_WORKER * fds.itemsize) if with_fds else 0
     data, ancillary, _, _ = sock.recvmsg(MAX_MESSAGE_BYTES, space)
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:

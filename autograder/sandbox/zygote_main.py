@@ -113,7 +113,7 @@ def _reap(signum, frame) -> None:
 
 def _receive(control: socket.socket) -> tuple[dict | None, list[int]]:
     fds = array.array("i")
-    message, ancillary, _, _ = control.recvmsg(MAX_REQUEST_BYTES, socket.CMSG_LEN(FDS_PER_WORKER * fds.itemsize))
+    message, ancillary, _, _ = control.recvmsg(MAX_REQUEST_BYTES, socket.CMSG_SPACE(FDS_PER_WORKER * fds.itemsize))
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(data[: len(data) - len(data) % fds.itemsize])

@@ -8,6 +8,7 @@ must never reach the next worker forked from that zygote.
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -228,4 +229,20 @@ def test_without_a_pool_the_worker_starts_cold(caplog, tmp_path):
 
     with Worker(isolation="bwrap", zygote=BrokenLease(), timeout=20) as worker:
         assert not worker.forked and worker.ping()["pid"] != 1
+    assert "starting a cold worker" in caplog.text
+
+
+def test_a_forked_worker_that_dies_at_start_up_is_replaced_by_a_cold_one(caplog):
+    """No student code has run before the first ping: a fork that died is the zygote's
+    fault, and the submission is graded by a cold worker instead of losing its items."""
+    class DeadOnArrival:
+        def spawn(self, fds, limits_json):
+            gone = subprocess.Popen(["true"])
+            gone.wait()
+            return gone.pid
+
+    with Worker(isolation="bwrap", zygote=DeadOnArrival(), timeout=20) as worker:
+        assert not worker.forked
+        worker.exec_cell("def f():\n    return 3\n").raise_for_error()
+        assert worker.call("f") == 3
     assert "starting a cold worker" in caplog.text
