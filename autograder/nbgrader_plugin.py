@@ -218,14 +218,16 @@ class SandboxedGrading(NbGraderPreprocessor):
         """The config of this run for a course root, with the zygote pool that serves it.
 
         nbgrader makes a preprocessor per notebook, so the pool is kept per process
-        and course root and closed when the process exits. Its sandboxes hide the
-        course root and the folder of the per-notebook scratch copies."""
+        (one at a time: a new course root closes the last one's) and closed when the
+        process exits. Its sandboxes hide the course root and the folder of the
+        per-notebook scratch copies."""
         config = self.grading_config().hiding(course_root, tempfile.gettempdir())
-        if config not in _ZYGOTE_POOLS:
-            stack = contextlib.ExitStack()
-            _ZYGOTE_POOLS[config] = stack.enter_context(zygote_pool(config, 1, prestart=1))
-            atexit.register(stack.close)
-        return _ZYGOTE_POOLS[config]
+        if _ZYGOTES.config != config:
+            _ZYGOTES.stack.close()
+            _ZYGOTES.stack = contextlib.ExitStack()
+            _ZYGOTES.config = config
+            _ZYGOTES.pooled = _ZYGOTES.stack.enter_context(zygote_pool(config, 1, prestart=1))
+        return _ZYGOTES.pooled
 
     def _saved_report(self, course_root: Path, student: str, stem: str) -> Report | None:
         """The report of this submission in ``self.reports`` if it is up to date, else None."""
@@ -244,8 +246,17 @@ class SandboxedGrading(NbGraderPreprocessor):
         return report
 
 
-# GradingConfig (with its course root) -> the same config with the address of its zygote pool.
-_ZYGOTE_POOLS: dict[GradingConfig, GradingConfig] = {}
+class _ZygotePoolOfProcess:
+    """The zygote pool of this nbgrader process: its config, the config with the pool's address."""
+
+    def __init__(self) -> None:
+        self.config: GradingConfig | None = None
+        self.pooled: GradingConfig | None = None
+        self.stack = contextlib.ExitStack()
+        atexit.register(lambda: self.stack.close())
+
+
+_ZYGOTES = _ZygotePoolOfProcess()
 
 
 class AutogradeProgress:

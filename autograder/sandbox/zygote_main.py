@@ -42,7 +42,8 @@ from .limits import ResourceLimits
 
 # unshare(2), mount(2), prctl(2) and capset(2) constants (os.unshare needs Python 3.12)
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x20000000, 0x40000000, 0x08000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND = 2, 4, 8, 4096
+MS_REC, MS_PRIVATE, MNT_DETACH = 16384, 1 << 18, 2
 PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 36, 47, 4
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 MAX_REQUEST_BYTES = 64 * 1024
@@ -182,12 +183,48 @@ def _become_worker(fds: list[int], limits: ResourceLimits, args) -> None:
 def _isolate(tmp_bytes: int, shm_bytes: int) -> None:
     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC), "unshare(mount, network, IPC)")
     _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "making / private")
+    # What bubblewrap bound inside the zygote's /tmp (a runtime or an exposed path that
+    # lives there, a checkout under /tmp) must show through the worker's new /tmp too:
+    # the old /tmp stays reachable on a mount point in the old /dev/shm while its binds
+    # are carried over, and both old mounts go before any student code runs.
+    kept = _mounts_below("/tmp")
     flags = MS_NOSUID | MS_NODEV
+    # The old /dev/shm is the zygote's, shared by all its workers: a name of its own,
+    # removed again below.
+    old_tmp = f"/dev/shm/.zygote-tmp-{os.urandom(8).hex()}"
+    if kept:
+        os.mkdir(old_tmp, 0o700)
+        _check(_libc.mount(b"/tmp", old_tmp.encode(), None, MS_BIND | MS_REC, None), "keeping the old /tmp")
     _check(_libc.mount(b"tmpfs", b"/tmp", b"tmpfs", flags, f"size={tmp_bytes},mode=1777".encode()), "mounting /tmp")
+    for point in kept:
+        source = old_tmp + point[len("/tmp"):]
+        if os.path.isdir(source):
+            os.makedirs(point, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(point), exist_ok=True)
+            open(point, "a").close()
+        # Recursive: what was mounted below it comes along, read-only where it was.
+        _check(_libc.mount(source.encode(), point.encode(), None, MS_BIND | MS_REC, None), f"binding {point}")
+    if kept:
+        _check(_libc.umount2(old_tmp.encode(), MNT_DETACH), "letting go of the old /tmp")
+        os.rmdir(old_tmp)
     _check(_libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", flags, f"size={shm_bytes},mode=1777".encode()),
            "mounting /dev/shm")
     _check(_libc.mount(b"proc", b"/proc", b"proc", flags | MS_NOEXEC, None), "mounting /proc")
     os.chdir("/tmp")
+
+
+def _mounts_below(top: str) -> list[str]:
+    """The outermost mount points strictly below ``top`` (``/proc/self/mountinfo``); those
+    below them come along with them."""
+    points = set()
+    with open("/proc/self/mountinfo") as mountinfo:
+        for line in mountinfo:
+            point = line.split()[4].encode().decode("unicode_escape")
+            if point.startswith(top.rstrip("/") + "/"):
+                points.add(point)
+    return sorted(point for point in points
+                  if not any(point.startswith(other + "/") for other in points))
 
 
 def _drop_privileges() -> None:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from autograder.notebook import REPO
@@ -108,10 +109,15 @@ def test_detached_process_cannot_rewrite_reports(graded):
     time.sleep(6)  # the cheat's daemon waits 4 s before it strikes
     assert {p: p.read_bytes() for p in out.glob("*/*.json")} == before
     # Workers of this checkout only (their command starts with this interpreter): other
-    # checkouts on the machine may be grading at the same time.
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-    left = [line for line in ps if any(f"{sys.executable} -s -m autograder.sandbox.{entry}" in line
-                                       for entry in ("worker_main", "zygote_main"))]
+    # checkouts on the machine may be grading at the same time, and this test process
+    # may hold zygotes of its own (nbgrader run in process by other tests keeps a pool).
+    ours = {p.pid for p in psutil.Process().children(recursive=True)}
+    left = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        command = " ".join(process.info["cmdline"] or [])
+        if process.info["pid"] not in ours and any(f"{sys.executable} -s -m autograder.sandbox.{entry}" in command
+                                                   for entry in ("worker_main", "zygote_main")):
+            left.append(command)
     assert left == [], "a sandboxed worker, or a zygote and the workers it forked, outlived the run"
 
 

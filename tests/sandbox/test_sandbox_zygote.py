@@ -103,8 +103,21 @@ def secret_folder():
 
 
 @pytest.fixture(scope="module")
-def pool(secret_folder):
-    with ZygotePool(2, hidden_paths=[str(secret_folder)], preload=["autograder.sandbox.probes"]) as pool:
+def shared_under_tmp():
+    """An exposed folder inside /tmp, as a checkout or a virtual environment under /tmp is."""
+    folder = Path(tempfile.mkdtemp(prefix="zygote-shared-"))
+    (folder / "data.txt").write_text("course data")
+    folder.chmod(0o755)
+    (folder / "data.txt").chmod(0o644)
+    yield folder
+    (folder / "data.txt").unlink()
+    folder.rmdir()
+
+
+@pytest.fixture(scope="module")
+def pool(secret_folder, shared_under_tmp):
+    with ZygotePool(2, hidden_paths=[str(secret_folder)], exposed_paths=[str(shared_under_tmp)],
+                    preload=["autograder.sandbox.probes"]) as pool:
         yield pool
 
 
@@ -136,13 +149,22 @@ def test_a_forked_worker_is_pid_1_of_its_own_namespace_without_privileges(two_wo
     assert worker.call("listing", str(secret_folder)) == [], "the pool's hidden paths stay hidden"
 
 
+def test_exposed_paths_under_tmp_show_through_the_workers_own_tmp(two_workers, shared_under_tmp):
+    first, second = two_workers
+    for worker in (first, second):
+        assert worker.call("listing", str(shared_under_tmp)) == ["data.txt"]
+    first.call("write", "/tmp/mine", "first")
+    assert first.call("listing", "/tmp") != second.call("listing", "/tmp")
+
+
 def test_two_concurrent_workers_of_one_zygote_cannot_see_signal_or_reach_each_other(two_workers):
     first, second = two_workers
     assert first.call("visible_pids") == [1] and second.call("visible_pids") == [1]
     assert first.call("signal_everyone") == [] and second.call("signal_everyone") == []
     first.call("write", "/tmp/mine", "first")
     first.call("write", "/dev/shm/mine", "first")
-    assert second.call("listing", "/tmp") == [] and second.call("listing", "/dev/shm") == []
+    # (a checkout under /tmp shows its mount points there, in every worker alike)
+    assert "mine" not in second.call("listing", "/tmp") and "mine" not in second.call("listing", "/dev/shm")
     first.call("abstract_listen", "week6-zygote-test")
     assert first.call("abstract_connect", "week6-zygote-test") == "connected"
     assert second.call("abstract_connect", "week6-zygote-test") == "ConnectionRefusedError"
@@ -172,8 +194,8 @@ def test_what_a_student_leaves_in_memory_never_reaches_the_next_worker(pool):
             "import os, sys, torch, json\n"
             "def state():\n"
             "    return [torch.softmax(torch.zeros(2), 0).tolist(), hasattr(torch, 'leaked'),\n"
-            "            json.dumps([1]), os.environ.get('LEAK'), sorted(os.listdir('/tmp'))]\n").raise_for_error()
-        assert worker.call("state") == [[0.5, 0.5], False, "[1]", None, []]
+            "            json.dumps([1]), os.environ.get('LEAK'), 'left' in os.listdir('/tmp')]\n").raise_for_error()
+        assert worker.call("state") == [[0.5, 0.5], False, "[1]", None, False]
     finally:
         worker.close()
         lease.close()
