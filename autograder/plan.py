@@ -45,12 +45,6 @@ class GradingPlan:
     warnings: list[str] = field(default_factory=list)
     forbidden: dict[str, list[str]] = field(default_factory=dict)  # solution grade_id -> shortcuts its cell names
 
-    def solution_source(self, grade_id: str) -> str | None:
-        for cell in self.cells:
-            if cell.kind == "solution" and cell.grade_id == grade_id:
-                return cell.source
-        return None
-
 
 def plan_grading(submission, stem: str, course: Course | None = None) -> GradingPlan:
     """Match a parsed submission against the course's notebook ``stem``.

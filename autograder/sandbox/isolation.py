@@ -218,6 +218,27 @@ def bwrap_argv(command: list[str], *, env: Mapping[str, str], cwd: str = "/tmp",
     return [*argv, "--", *command]
 
 
+def sandbox_argv(command: list[str], *, scratch: str, identity: HostIdentity | None, env: Mapping[str, str],
+                 hidden_paths: Iterable[str], exposed_paths: Iterable[str], gpu: bool,
+                 capabilities: Iterable[str] = ()) -> tuple[list[str], list[tuple[str, str]]]:
+    """The bwrap command that runs ``command`` from the folder ``scratch`` (its placeholder
+    file and relays are made there), and the relays the trampoline must bind first
+    (see ``Relays``); ``identity``: the host user it will run as (None: the grader's)."""
+    support = bwrap_support()
+    relays = Relays(os.path.join(scratch, "relays"))
+    if identity is not None:
+        # The sandbox's own user must reach the placeholder and the relays, not list them.
+        os.chmod(scratch, 0o711)
+    placeholder = os.path.join(scratch, "hidden")
+    open(placeholder, "w").close()
+    os.chmod(placeholder, 0o644)
+    argv = bwrap_argv(command, env=env, cwd="/tmp", hidden_paths=hidden_paths, exposed_paths=exposed_paths,
+                      placeholder_file=placeholder, gpu=gpu, disable_userns=support.disable_userns,
+                      bwrap=support.path or "bwrap", source=relays.source if identity is not None else None,
+                      capabilities=capabilities)
+    return argv, relays.pairs
+
+
 def _inside(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip("/") + "/")
 

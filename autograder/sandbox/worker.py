@@ -3,8 +3,8 @@
     with Worker(hidden_paths=[".../autograder/hidden", ".../gradebook.db"]) as worker:
         for cell in solution_cells:
             result = worker.exec_cell(cell.source, cell_id=cell.grade_id)
-        logits = expect_tensor(worker.call("next_token_logits", fixture("tiny_llama", seed=0), ids),
-                               dtype=torch.float32, shape=(1, 128))
+        logits = expect_tensor(worker.call("next_token_logits", fixture("decoder_lm", seed=0), ids),
+                               dtype=torch.float32, shape=(1, 96))
 
 Every request has a wall-clock timeout. When it runs out, or the worker dies or
 breaks the protocol, the worker's whole process tree is killed and the request
@@ -53,12 +53,11 @@ from .errors import (
 )
 from .isolation import (
     HostIdentity,
-    Relays,
-    bwrap_argv,
     bwrap_support,
     claim_host_identity,
     gpu_device_nodes,
     release_host_identity,
+    sandbox_argv,
     scrubbed_env,
     trampoline_argv,
     unreadable_by_others,
@@ -296,11 +295,9 @@ class Worker:
             output_read, output_write = os.pipe()
             ends = [requests_read, replies_write, output_write]
             ours = [requests_write, replies_read, output_read]
-            limits = self.limits
-            # As for a cold worker under a host user of its own: while it runs, the
-            # zygote's user is this worker's alone (one worker per zygote at a time).
-            if bwrap_support().separate_users and limits.processes is None and limits.tree_processes is not None:
-                limits = dataclasses.replace(limits, processes=limits.tree_processes)
+            # While it runs, the zygote's host user is this worker's alone (one worker
+            # per zygote at a time), as a cold worker's own user is.
+            limits = self._limits(own_user=bwrap_support().separate_users)
             try:
                 pid = self.zygote.spawn(ends, limits.to_json())
             except BaseException:
@@ -346,27 +343,21 @@ class Worker:
                  identity: HostIdentity | None) -> tuple[list[str], list[tuple[str, str]], dict[str, str]]:
         """The argv, relays (see ``isolation.Relays``) and environment of a worker
         started in ``scratch`` as ``identity`` (None: as the grader's own user)."""
-        limits = self.limits
         if self.sandbox == "degraded":
             env = scrubbed_env(home=scratch, threads=self.threads, extra={**self.env, TAG_VARIABLE: tag})
-            return self._worker_command(limits), [], env
-        support = bwrap_support()
-        relays = Relays(os.path.join(scratch, "relays"))
-        if identity is not None:
-            # The worker's own user must reach the placeholder and the relays, not list them.
-            os.chmod(scratch, 0o711)
-            # RLIMIT_NPROC counts per user: with a user of its own, it is this worker's.
-            if limits.processes is None and limits.tree_processes is not None:
-                limits = dataclasses.replace(limits, processes=limits.tree_processes)
+            return self._worker_command(self.limits), [], env
+        limits = self._limits(own_user=identity is not None)
         env = scrubbed_env(home="/tmp", threads=self.threads, extra={**self.env, TAG_VARIABLE: tag})
-        placeholder = os.path.join(scratch, "hidden")
-        open(placeholder, "w").close()
-        os.chmod(placeholder, 0o644)
-        argv = bwrap_argv(self._worker_command(limits), env=env, cwd="/tmp", hidden_paths=self.hidden_paths,
-                          exposed_paths=self.exposed_paths, placeholder_file=placeholder,
-                          gpu=self.gpu, disable_userns=support.disable_userns, bwrap=support.path or "bwrap",
-                          source=relays.source if identity is not None else None)
-        return argv, relays.pairs, env
+        argv, relays = sandbox_argv(self._worker_command(limits), scratch=scratch, identity=identity, env=env,
+                                    hidden_paths=self.hidden_paths, exposed_paths=self.exposed_paths, gpu=self.gpu)
+        return argv, relays, env
+
+    def _limits(self, *, own_user: bool) -> ResourceLimits:
+        """The worker's limits; RLIMIT_NPROC counts per user, so a worker running as a
+        host user of its own also gets the whole-tree process limit as its own."""
+        if own_user and self.limits.processes is None and self.limits.tree_processes is not None:
+            return dataclasses.replace(self.limits, processes=self.limits.tree_processes)
+        return self.limits
 
     def _worker_command(self, limits: ResourceLimits) -> list[str]:
         command = [sys.executable, "-s", "-m", "autograder.sandbox.worker_main",

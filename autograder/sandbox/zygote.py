@@ -44,12 +44,11 @@ from .errors import SandboxError
 from .isolation import (
     SHM_BYTES,
     TMP_BYTES,
-    Relays,
-    bwrap_argv,
     bwrap_support,
     claim_host_identity,
     gpu_device_nodes,
     release_host_identity,
+    sandbox_argv,
     scrubbed_env,
     trampoline_argv,
 )
@@ -117,21 +116,13 @@ class Zygote:
                        "--tmp-bytes", str(TMP_BYTES), "--shm-bytes", str(SHM_BYTES)]
             for module in preload:
                 command += ["--preload", module]
-            relays = Relays(os.path.join(self._scratch, "relays"))
-            if self._identity is not None:
-                os.chmod(self._scratch, 0o711)
-            placeholder = os.path.join(self._scratch, "hidden")
-            open(placeholder, "w").close()
-            os.chmod(placeholder, 0o644)
             environment = scrubbed_env(home="/tmp", threads=threads, extra=dict(env or {}))
-            argv = bwrap_argv(command, env=environment, cwd="/tmp",
-                              hidden_paths=[os.fspath(p) for p in hidden_paths],
-                              exposed_paths=[os.fspath(p) for p in exposed_paths], placeholder_file=placeholder,
-                              gpu=bool(gpu_device_nodes()) if gpu is None else gpu,
-                              disable_userns=support.disable_userns, bwrap=support.path or "bwrap",
-                              source=relays.source if self._identity is not None else None,
-                              capabilities=["CAP_SYS_ADMIN"])
-            argv = trampoline_argv(argv, relays=relays.pairs, identity=self._identity)
+            argv, relays = sandbox_argv(command, scratch=self._scratch, identity=self._identity, env=environment,
+                                        hidden_paths=[os.fspath(p) for p in hidden_paths],
+                                        exposed_paths=[os.fspath(p) for p in exposed_paths],
+                                        gpu=bool(gpu_device_nodes()) if gpu is None else gpu,
+                                        capabilities=["CAP_SYS_ADMIN"])
+            argv = trampoline_argv(argv, relays=relays, identity=self._identity)
             self._log = open(os.path.join(self._scratch, "log"), "wb")
             self._process = subprocess.Popen(argv, stdin=theirs, stdout=self._log, stderr=self._log,
                                              cwd=self._scratch, env=environment, start_new_session=True,
