@@ -16,8 +16,8 @@ files are read, and every problem with a file becomes that student's report.
 A run skips every notebook whose report is up to date (same grader version, same
 hidden suites and references, same notebook bytes, same device; ``--force``
 grades it again), so a run that was killed finishes the class when started
-again. ``--shard I/N`` grades only shard I (from 0) of N of the stable order of
-(student, notebook), for job arrays; shards may share an output folder, write no
+again. ``--shard I/N`` grades only shard I (from 0) of N, the I-th of N contiguous
+blocks of the stable order of (student, notebook), for job arrays; shards may share an output folder, write no
 class table, and ``merge`` builds it from their reports. ``--format gradescope``
 also writes each report as Gradescope's ``results.json``, in
 ``DIR/<student>/gradescope/<notebook stem>.json``. The device, the timeouts and the
@@ -38,9 +38,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -51,12 +53,31 @@ from .intake import ConfigurationError, IntakeError, Submission, collect, read_r
 from .notebook import REPO
 from .progress import Progress as _Progress
 from .report import Report, print_table, read_report, write_gradescope, write_report, write_table
-from .runner import grade_in_subprocess, start_fork_server
+from .runner import grade_submission, start_fork_server
 from .session import zygote_pool
 from .version import SCHEMA_VERSION, __version__, suite_hash, up_to_date_report
 
 SAMPLES = REPO / "data" / "sample_submissions"
 EXIT_OK, EXIT_RETRY, EXIT_CONFIGURATION = 0, 2, 3
+
+
+def submissions(todo: list[tuple[Submission, str]], jobs: int) -> list[list[tuple[Submission, str]]]:
+    """``todo`` (in the stable order) cut into one batch per student, each graded by one
+    process and one sandboxed worker; while there are fewer batches than ``jobs``, the
+    largest is halved, so that a class of one still keeps every job busy."""
+    batches: list[list[tuple[Submission, str]]] = []
+    for item in todo:
+        if batches and batches[-1][0][0].student == item[0].student:
+            batches[-1].append(item)
+        else:
+            batches.append([item])
+    while 0 < len(batches) < jobs:
+        largest = max(range(len(batches)), key=lambda i: len(batches[i]))
+        batch = batches[largest]
+        if len(batch) < 2:
+            break
+        batches[largest: largest + 1] = [batch[: len(batch) // 2], batch[len(batch) // 2:]]
+    return batches
 
 
 def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str | None = None, *,
@@ -70,7 +91,9 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
         raise ConfigurationError("grading from the command line needs an output folder (GradingConfig.out)")
     index, count = shard
     everything = sorted(collect(paths or [SAMPLES], student=student), key=lambda s: (s.student, s.key))
-    mine = everything[index::count]
+    # Contiguous blocks of the stable order: a student's notebooks stay together (one
+    # grading process for them all) except where a block boundary cuts through them.
+    mine = everything[len(everything) * index // count: len(everything) * (index + 1) // count]
     if not mine:
         print("No notebooks found to grade" + (f" in shard {index}/{count}." if count > 1 else "."), file=sys.stderr)
         return EXIT_OK
@@ -110,20 +133,27 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
              if any(s.problem for s in mine) else "") + "...", flush=True)
     started = time.perf_counter()
 
+    batches = submissions(todo, jobs)
     with contextlib.ExitStack() as stack:
         if todo:
-            workers = min(max(1, jobs), len(todo))
+            workers = min(max(1, jobs), len(batches))
             config = stack.enter_context(zygote_pool(config, workers, prestart=workers))
             start_fork_server()
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, jobs)))
         progress = stack.enter_context(_Progress(len(todo)))
-        futures = {pool.submit(grade_in_subprocess, sub.path, student=sub.student, config=config): (sub, digest)
-                   for sub, digest in todo}
+        lock = threading.Lock()
+
+        def graded(batch: list[tuple[Submission, str]], index: int, report: Report) -> None:
+            sub, digest = batch[index]
+            with lock:  # from the pool's threads: one report and one progress line at a time
+                reports.append(record(sub, report, digest))
+                progress.done(sub, report)
+
+        futures = [pool.submit(grade_submission, [sub.path for sub, _ in batch], student=batch[0][0].student,
+                               config=config, on_report=functools.partial(graded, batch))
+                   for batch in batches]
         for future in as_completed(futures):
-            sub, digest = futures[future]
-            report = record(sub, future.result(), digest)
-            reports.append(report)
-            progress.done(sub, report)
+            future.result()
 
     if count == 1:
         table = write_table(reports, out)

@@ -26,7 +26,6 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
 
 from .notebook import (
     ASSIGNMENT,
@@ -226,6 +225,8 @@ def _kind(cell) -> str | None:
 
 def read_notebook_items(stem: str, path: Path) -> tuple[Item, ...]:
     """The items of one source notebook; raises :class:`CourseError` for what the grader cannot use."""
+    import nbformat  # 0.9 s of imports: only where a notebook is read
+
     where = _shown(path)
     try:
         notebook = nbformat.read(path, as_version=4)

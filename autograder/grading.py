@@ -25,11 +25,15 @@ from .notebook import UnreadableNotebook, read_notebook
 from .plan import plan_grading
 from .pytest_plugin import run_hidden_suite
 from .report import Report
-from .session import GradingSession
+from .session import GradingSession, SubmissionSandbox
 
 
-def grade_notebook(path: Path, *, student: str, config: GradingConfig) -> Report:
-    """Grade one notebook as ``config`` says and return its report (see README for the schema)."""
+def grade_notebook(path: Path, *, student: str, config: GradingConfig,
+                   submission: SubmissionSandbox | None = None) -> Report:
+    """Grade one notebook as ``config`` says and return its report (see README for the schema).
+
+    ``submission``: the sandbox of the submission this notebook belongs to, whose
+    worker its other notebooks share (fresh namespace each); by default, one of its own."""
     started = time.perf_counter()
     device = config.device
     stem = Path(path).stem
@@ -42,7 +46,7 @@ def grade_notebook(path: Path, *, student: str, config: GradingConfig) -> Report
     except UnreadableNotebook as err:
         fatal = str(err)
 
-    session = GradingSession(plan, config, fatal=fatal)
+    session = GradingSession(plan, config, fatal=fatal, submission=submission)
     results = []
     try:
         try:

@@ -17,7 +17,6 @@ import json
 import re
 from pathlib import Path
 
-import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE_DIR = REPO / "solutions"
@@ -109,6 +108,8 @@ def read_notebook(path: Path):
     """Parse a notebook file or raise :class:`UnreadableNotebook` with the fix.
 
     Only a regular file of bounded size is read (``intake.read_regular_file``)."""
+    import nbformat  # 0.9 s of imports: only where a notebook is read
+
     from .intake import IntakeError, read_regular_file
 
     try:

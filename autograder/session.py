@@ -24,8 +24,6 @@ from . import drivers, forbidden
 from .config import GradingConfig
 from .notebook import REPO
 from .plan import GradingPlan
-from .sandbox.fixtures import fixture_imports, fixture_names
-from .suite import CellFailed, Forbidden, Missing
 
 log = logging.getLogger("autograder")
 
@@ -57,33 +55,103 @@ def zygote_pool(config: GradingConfig, size: int, *, prestart: int = 0) -> Itera
     ``prestart`` of them start at once, the rest when a job first needs them.
 
     The zygotes preload, besides a worker's modules, every module the fixtures
-    declare: a forked worker never imports them again."""
+    declare (``drivers.fixture_modules``): a forked worker never imports them again."""
     from .sandbox.isolation import bwrap_support
     from .sandbox.zygote import ZygotePool
 
     if not config.zygote or not bwrap_support().usable:
         yield config
         return
-    from .drivers import models  # noqa: F401  (registers the fixtures, whose imports the zygotes preload)
-
     view = sandbox_view(config)
-    view["preload"] = [*view["preload"], *fixture_imports()]
+    view["preload"] = [*view["preload"], "autograder.drivers.fixture_modules"]
     view["start_timeout"] = config.timeout_worker_start
     with ZygotePool(size, prestart=prestart, **view) as pool:
         yield dataclasses.replace(config, zygote_address=pool.address)
 
 
-class GradingSession:
-    """The sandboxed worker of one submission, and what went wrong in it."""
+class SubmissionSandbox:
+    """The sandboxed worker of one submission, shared by its notebooks.
 
-    def __init__(self, plan: GradingPlan | None, config: GradingConfig, *, fatal: str | None = None):
+    The first notebook starts the worker (forked from a zygote of the run's pool
+    when there is one); each later notebook gets a fresh namespace in the same
+    process (``Worker.reset``), which saves starting and stopping a sandbox per
+    notebook. A worker that hung or crashed, or whose reset fails, is replaced by a
+    new one before the next notebook. Another submission never shares it."""
+
+    def __init__(self, config: GradingConfig):
+        self.config = config
+        self.worker = None
+        self.lease = None  # the hold on a zygote of the run's pool, if there is one
+        self._reusable = False
+
+    def worker_for_notebook(self):
+        from .sandbox.errors import SandboxError, StudentError
+
+        if self.worker is not None and self._reusable:
+            self._reusable = False
+            try:
+                self.worker.reset(timeout=self.config.timeout_worker_start)
+                return self.worker
+            except (SandboxError, StudentError) as exc:  # the last notebook broke the worker
+                log.info("starting a new worker: the reset failed: %s", exc)
+        self._stop_worker()
+        self.worker = self._start_worker()
+        return self.worker
+
+    def notebook_done(self, *, reusable: bool) -> None:
+        self._reusable = reusable
+
+    def _start_worker(self):
+        from .sandbox.worker import Worker
+        from .sandbox.zygote import ZygoteLease, ZygoteUnavailable
+
+        config = self.config
+        if config.zygote_address is not None and self.lease is None:
+            try:
+                self.lease = ZygoteLease(config.zygote_address, timeout=config.timeout_worker_start)
+            except ZygoteUnavailable as exc:
+                log.warning("starting a cold worker: %s", exc)
+        return Worker(
+            **sandbox_view(config),
+            limits=config.resource_limits(),
+            timeout=config.timeout_call,
+            start_timeout=config.timeout_worker_start,
+            zygote=self.lease,
+        )
+
+    def _stop_worker(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+    def close(self) -> None:
+        self._stop_worker()
+        if self.lease is not None:
+            self.lease.close()
+            self.lease = None
+
+    def __enter__(self) -> SubmissionSandbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class GradingSession:
+    """The sandboxed worker of one notebook, and what went wrong in it."""
+
+    def __init__(self, plan: GradingPlan | None, config: GradingConfig, *, fatal: str | None = None,
+                 submission: SubmissionSandbox | None = None):
         self.plan = plan
         self.config = config
         self.fatal = fatal  # set when the notebook cannot be graded at all
         self.cell_errors: dict[str, str] = {}
         self.worker = None
-        self.lease = None  # this job's hold on a zygote of the run's pool, if there is one
-        self.sandbox = "none"
+        # The worker comes from the submission's sandbox, shared with its other notebooks;
+        # a session given none has a sandbox of its own, closed with the session.
+        self._owns_submission = submission is None
+        self.submission = submission or SubmissionSandbox(config)
+        self.sandbox = "none"  # bwrap or degraded once a worker ran
         self.restarts = 0
         self.hung: set[str] = set()  # items whose calls have timed out before
         self.warmed: set[str] = set()  # fixtures whose modules this worker has imported
@@ -92,22 +160,7 @@ class GradingSession:
     def start(self) -> None:
         if self.fatal or self.plan is None:
             return
-        from .sandbox.worker import Worker
-        from .sandbox.zygote import ZygoteLease, ZygoteUnavailable
-
-        config = self.config
-        if config.zygote_address is not None:
-            try:
-                self.lease = ZygoteLease(config.zygote_address, timeout=config.timeout_worker_start)
-            except ZygoteUnavailable as exc:
-                log.warning("starting a cold worker: %s", exc)
-        self.worker = Worker(
-            **sandbox_view(config),
-            limits=config.resource_limits(),
-            timeout=config.timeout_call,
-            start_timeout=config.timeout_worker_start,
-            zygote=self.lease,
-        )
+        self.worker = self.submission.worker_for_notebook()
         self.sandbox = self.worker.sandbox
         for cell in self.plan.cells:
             self._exec(cell)
@@ -137,14 +190,16 @@ class GradingSession:
 
     def close(self) -> None:
         if self.worker is not None:
-            self.worker.close()
+            # A worker that hung or crashed in this notebook is not trusted with the next.
+            self.submission.notebook_done(reusable=self.restarts == 0 and not self.hung and not self.fatal)
             self.worker = None
-        if self.lease is not None:
-            self.lease.close()
-            self.lease = None
+        if self._owns_submission:
+            self.submission.close()
 
     # -- what tests call (through autograder.suite.Student)
     def _check(self, solution: str) -> None:
+        from .suite import CellFailed, Forbidden, Missing  # torch: not imported until grading starts
+
         if self.fatal:
             raise Missing(self.fatal)
         if solution in self.plan.missing:
@@ -160,6 +215,10 @@ class GradingSession:
         Building the first model imports a second of ``transformers``; done here, it
         counts against the start-up timeout rather than the call's, and a notebook
         whose suite builds no model never pays for it."""
+        from .sandbox.fixtures import fixture_imports, fixture_names
+
+        if self.worker.forked:
+            return  # forked from a zygote, which preloaded every fixture's modules
         names = fixture_names(payload) - self.warmed
         if names and fixture_imports(names):
             self.worker.probe("import_fixture_modules", {"fixtures": sorted(names)},
@@ -206,6 +265,8 @@ class GradingSession:
             solution, params, lambda: self.worker.probe(probe, params, timeout=self._timeout(solution, timeout))
         )
         if probe in ("guarded_call", "guarded_probe"):
+            from .suite import Forbidden
+
             if result["tripped"]:
                 raise Forbidden(forbidden.message(solution, sorted(result["tripped"])))
             return result["value"]

@@ -8,6 +8,9 @@ Requests (dicts with ``op`` and ``id``):
 * ``call {name, args, kwargs}``: call a top-level callable of the namespace; fixture
   references among the arguments are built first (see ``fixtures``).
 * ``probe {name, params}``: run a registered trusted probe (see ``probes``).
+* ``reset``: a fresh student namespace, and torch's and ``random``'s global state
+  (random generators, default dtype, grad mode) as they were when the worker
+  started: the next notebook of the same submission starts where a new worker would.
 * ``ping``: liveness and identity (pid, uid, versions).
 * ``shutdown``: reply, then end the loop.
 
@@ -25,6 +28,7 @@ import builtins
 import contextlib
 import linecache
 import os
+import random
 import sys
 import traceback
 import types
@@ -83,15 +87,12 @@ class Session:
     """The student's namespace and the request handlers that work on it."""
 
     def __init__(self) -> None:
-        # A real module registered in sys.modules: dataclasses, pickle and inspect look
-        # classes up by their __module__, and a bare dict would break them.
-        module = types.ModuleType("__student__")
-        module.__dict__["__builtins__"] = builtins
-        sys.modules["__student__"] = module
-        self.namespace: dict[str, Any] = module.__dict__
+        self.namespace: dict[str, Any] = _fresh_namespace()
+        self._start_state = _GlobalState.capture()
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        handlers = {"exec_cell": self.exec_cell, "call": self.call, "probe": self.probe, "ping": self.ping}
+        handlers = {"exec_cell": self.exec_cell, "call": self.call, "probe": self.probe, "ping": self.ping,
+                    "reset": self.reset}
         request_id = request.get("id")
         handler = handlers.get(request.get("op"))
         if handler is None:
@@ -137,6 +138,11 @@ class Session:
         params = self._build_fixtures(request.get("params", {}), dict)
         return probe(self.namespace, params)
 
+    def reset(self, request: dict[str, Any]) -> None:
+        self._start_state.restore()
+        self.namespace = _fresh_namespace()
+        linecache.clearcache()
+
     def ping(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"pid": os.getpid(), "uid": os.getuid(), "gid": os.getgid(),
                 "python": sys.version.split()[0], "torch": str(torch.__version__),
@@ -152,6 +158,41 @@ class Session:
         except Exception as exc:
             # A builder is instructor code: its failure is the grader's, not the student's.
             raise BadRequest(f"building a fixture failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _fresh_namespace() -> dict[str, Any]:
+    # A real module registered in sys.modules: dataclasses, pickle and inspect look
+    # classes up by their __module__, and a bare dict would break them.
+    module = types.ModuleType("__student__")
+    module.__dict__["__builtins__"] = builtins
+    sys.modules["__student__"] = module
+    return module.__dict__
+
+
+class _GlobalState:
+    """The process-wide settings a notebook may change in passing (seeding, a default
+    dtype, ``torch.no_grad`` left on), so ``reset`` can put them back for the next
+    notebook. Fairness, not security: what a student breaks on purpose here only
+    affects their own later notebooks, which they could break from any cell."""
+
+    def __init__(self, torch_rng: torch.Tensor, python_rng: object, numpy_rng: object | None,
+                 dtype: torch.dtype, grad: bool):
+        self.torch_rng, self.python_rng, self.numpy_rng = torch_rng, python_rng, numpy_rng
+        self.dtype, self.grad = dtype, grad
+
+    @classmethod
+    def capture(cls) -> _GlobalState:
+        numpy = sys.modules.get("numpy")  # torch imports it; no import here if it did not
+        return cls(torch.get_rng_state(), random.getstate(), numpy.random.get_state() if numpy else None,
+                   torch.get_default_dtype(), torch.is_grad_enabled())
+
+    def restore(self) -> None:
+        torch.set_rng_state(self.torch_rng)
+        random.setstate(self.python_rng)
+        if self.numpy_rng is not None:
+            sys.modules["numpy"].random.set_state(self.numpy_rng)
+        torch.set_default_dtype(self.dtype)
+        torch.set_grad_enabled(self.grad)
 
 
 def _repair_stdio() -> None:

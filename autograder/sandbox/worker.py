@@ -188,6 +188,14 @@ class Worker:
         """Run the trusted probe ``name`` (see ``probes``) on the student namespace."""
         return self._request("probe", timeout, f"probe {name!r}", name=name, params=dict(params or {}))
 
+    def reset(self, *, timeout: float | None = None) -> None:
+        """A fresh student namespace in the same process, for the next notebook of the
+        same submission (see ``session.Session.reset``); a restart no longer replays
+        the cells run before."""
+        self._request("reset", timeout, "reset")
+        self._history = []
+        self._cells_seen = 0
+
     def ping(self, *, timeout: float | None = None) -> dict[str, Any]:
         """The worker's pid, uid, gid and versions, as seen inside the sandbox."""
         return self._request("ping", timeout, "ping")

@@ -42,3 +42,23 @@ def hang_with_escaped_child(pid_file: str) -> None:
         handle.write(str(child.pid))
     while True:
         time.sleep(1)
+
+
+def grade_by_name(notebooks: list[str], student: str, config, events) -> None:
+    """Stands in for ``runner._grade_job``: "hang" in a notebook's name hangs the job,
+    "crash" kills it; any other notebook gets a report of 1 point out of 1."""
+    from autograder.report import Report
+
+    print("job", os.getpid(), flush=True)
+    for index, notebook in enumerate(notebooks):
+        events.send(("started", index))
+        name = Path(notebook).name
+        if "hang" in name:
+            while True:
+                time.sleep(1)
+        if "crash" in name:
+            print("crashing on", name, flush=True)
+            os._exit(9)
+        report = Report(student=student, notebook=name, score=1.0, max_score=1.0, sandbox="none",
+                        device=config.device, duration_s=0.0, tests=[], warnings=[f"graded by {os.getpid()}"])
+        events.send(("graded", index, json.dumps(report.to_json())))

@@ -118,11 +118,12 @@ def test_exit_status_says_whether_to_retry(tmp_path, monkeypatch):
         assert run("grade", "--device", "cuda").returncode == cli.EXIT_CONFIGURATION
     root = small_class(tmp_path / "submitted", ("alice_full_solution",))
 
-    def machine_failure(notebook, *, student, config):
-        return Report.problem(student, Path(notebook).name, "the grader process failed (exit -9)",
-                              device=config.device, outcome="failed")
+    def machine_failure(notebooks, *, student, config, on_report):
+        for index, notebook in enumerate(notebooks):
+            on_report(index, Report.problem(student, Path(notebook).name, "the grader process failed (exit -9)",
+                                            device=config.device, outcome="failed"))
 
-    monkeypatch.setattr(cli, "grade_in_subprocess", machine_failure)
+    monkeypatch.setattr(cli, "grade_submission", machine_failure)
     out = tmp_path / "grades"
     config = GradingConfig(device="cpu", out=out)
     assert cli.grade([root], config) == cli.EXIT_RETRY

@@ -141,6 +141,7 @@ class RecordingWorker:
     """Stands in for ``autograder.sandbox.worker.Worker``: records what the session gives it."""
 
     sandbox = "bwrap"
+    forked = False
 
     def __init__(self, **kwargs):
         self.kwargs = kwargs
@@ -231,7 +232,7 @@ def test_the_runner_passes_the_config_to_the_grading_job(monkeypatch, tmp_path):
 
     seen = {}
 
-    def fake_run_forked(target, args, *, timeout, log_path):
+    def fake_run_forked(target, args, *, timeout, log_path, on_event=None):
         seen.update(target=target, args=args, timeout=timeout)
         return None
 

@@ -72,6 +72,7 @@ class WarmingWorker:
     """Stands in for ``Worker``: records the probes and calls the session sends."""
 
     sandbox = "degraded"
+    forked = False  # a cold worker: it imported only the preloads
 
     def __init__(self, **kwargs):
         self.kwargs = kwargs
@@ -118,3 +119,7 @@ def test_the_session_imports_a_fixtures_modules_once_per_worker_before_the_call(
     worker.requests.clear()
     session.call("my_cell", "decode", (model,), {}, timeout=None)
     assert worker.requests == [("probe", "import_fixture_modules", 99), ("call", "decode", 7)]
+    session._restart()
+    worker.forked, worker.requests = True, []  # forked from a zygote, which preloaded them all
+    session.call("my_cell", "decode", (model,), {}, timeout=None)
+    assert worker.requests == [("call", "decode", 7)]

@@ -77,3 +77,40 @@ def test_a_failed_grading_process_becomes_a_report(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "run_forked", lambda *a, **k: 1)
     report = runner.grade_in_subprocess(tmp_path / "x.ipynb", student="eve", config=GradingConfig(device="cpu"))
     assert report.warnings[0].startswith("the grader process failed (exit 1)")
+
+
+def grade_names(tmp_path, names, timeout=600.0):
+    reports = []
+    runner.grade_submission([tmp_path / name for name in names], student="eve",
+                            config=GradingConfig(device="cpu", timeout_notebook=timeout),
+                            on_report=lambda index, report: reports.append((index, report)),
+                            job=runner_jobs.grade_by_name)
+    return reports
+
+
+def test_one_process_grades_a_submissions_notebooks_in_order(tmp_path):
+    reports = grade_names(tmp_path, ["a.ipynb", "b.ipynb", "c.ipynb"])
+    assert [(index, report.notebook, report.score) for index, report in reports] == [
+        (0, "a.ipynb", 1.0), (1, "b.ipynb", 1.0), (2, "c.ipynb", 1.0)]
+    assert len({report.warnings[0] for _, report in reports}) == 1, "one grading process for the submission"
+
+
+def test_a_notebook_that_crashes_the_process_is_reported_and_the_rest_graded_in_a_new_one(tmp_path):
+    reports = grade_names(tmp_path, ["a.ipynb", "crash.ipynb", "c.ipynb", "crash2.ipynb"])
+    assert [index for index, _ in reports] == [0, 1, 2, 3], "each notebook exactly once, in order"
+    (_, a), (_, crash), (_, c), (_, crash2) = reports
+    assert a.score == c.score == 1.0 and a.outcome == c.outcome == "graded"
+    for failed in (crash, crash2):
+        assert failed.outcome == "failed" and failed.score == 0
+        assert failed.warnings[0].startswith("the grader process failed (exit 9)"), failed.warnings
+        assert "crashing on" in failed.warnings[0], "the log's last lines say what happened"
+    assert a.warnings != c.warnings, "the notebooks after a crash are graded by a new process"
+
+
+def test_a_hanging_notebook_is_stopped_at_its_own_deadline(tmp_path):
+    started = time.monotonic()
+    reports = grade_names(tmp_path, ["a.ipynb", "hang.ipynb", "c.ipynb"], timeout=6)
+    assert time.monotonic() - started < 60
+    assert [(report.notebook, report.outcome) for _, report in reports] == [
+        ("a.ipynb", "graded"), ("hang.ipynb", "failed"), ("c.ipynb", "graded")]
+    assert "did not finish within 6 s" in reports[1][1].warnings[0]
