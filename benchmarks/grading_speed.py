@@ -37,6 +37,12 @@ side by side, on this machine:
     (the CLI, the fork server and the zygotes, seconds) once more, so the class must
     be one that is worth sharding for the ratio to mean anything.
 
+Start-up, what every run (and so every shard) pays before its first report: the
+imports of the CLI, of the fork server (``autograder.preload``) and of one zygote
+(the drivers and every fixture's model code), each timed in a fresh Python (wall
+and CPU seconds), beside the extra seconds each shard of (e) cost over the
+unsharded run.
+
 A time counts only when its grading was right. For this grader: every notebook
 has a report, every report's score equals its max_score, and each student has
 110 points. For (a): every test passed. For (d): nbgrader's gradebook gives each
@@ -228,6 +234,33 @@ def in_process_floor(scratch: Path) -> dict:
             **({} if ok else {"problem": f"tests failed in {failing or 'none'}, {points:g}/{AUTO_POINTS} points"})}
 
 
+# ------------------------------------------------------------------ start-up
+STARTUP_IMPORTS = {  # what a run imports before its first report, process by process
+    "cli": "autograder.cli",
+    "fork_server": "autograder.preload",
+    "zygote": "autograder.drivers.models, autograder.drivers.probes, autograder.drivers.fixture_modules, "
+              "autograder.sandbox.worker_main",
+}
+
+
+def startup_costs() -> dict:
+    """Wall and CPU seconds of each start-up import, in a fresh Python each (median of 3)."""
+    import resource
+
+    costs = {}
+    for name, modules in STARTUP_IMPORTS.items():
+        walls, cpus = [], []
+        for _ in range(3):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            began = time.perf_counter()
+            subprocess.run([sys.executable, "-c", f"import {modules}"], cwd=REPO, env=env(), check=True)
+            walls.append(time.perf_counter() - began)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        costs[name] = {"wall_s": round(statistics.median(walls), 2), "cpu_s": round(statistics.median(cpus), 2)}
+    return costs
+
+
 # ------------------------------------------------------------------ this grader
 def check_reports(out: Path, students: int) -> dict:
     """Every notebook of every student reported with full marks; peak RSS of the grading processes."""
@@ -405,6 +438,7 @@ def figures(results: dict) -> dict:
     unsharded = next((row for row in classes if shards and row["students"] == shards["students"]), None)
     if good(shards, unsharded):
         out["shards"] = shards["total_s"] / unsharded["total_s"]
+        results["extra_s_per_shard"] = round((shards["total_s"] - unsharded["total_s"]) / (SHARDS - 1), 1)
     return {name: None if value is None else round(value, 3) for name, value in out.items()}
 
 
@@ -451,6 +485,11 @@ def print_results(results: dict) -> None:
           f"--jobs 1 {results.get('one_job_s_per_student_after_setup', '-')}, "
           f"--jobs {jobs} {results.get('class_s_per_student_after_setup', '-')}, "
           f"stock {stock.get('s_per_student', '-') if stock else '-'}")
+    startup = results.get("startup") or {}
+    if startup:
+        print("start-up imports, wall / CPU s: " + ", ".join(
+            f"{name} {cost['wall_s']} / {cost['cpu_s']}" for name, cost in startup.items())
+              + f"; each shard of (e) cost {results.get('extra_s_per_shard', '-')} s more than the single run")
     print("peak RSS, MiB: grading process (max / median over the reports); sandboxed worker and whole "
           "process tree (sampled)")
     for label, row in memory_rows(results):
@@ -507,6 +546,8 @@ def main(argv: list[str] | None = None) -> int:
         print("(a) in-process floor: the eight hidden suites, reference implementations as the student ...",
               flush=True)
         results["floor"] = in_process_floor(scratch)
+        print("start-up: the imports of the CLI, the fork server and a zygote ...", flush=True)
+        results["startup"] = startup_costs()
         results["one_job"] = []
         for students in (1, serial):
             print(f"(b) this grader, {students} student(s), --jobs 1 ...", flush=True)
