@@ -7,12 +7,22 @@ Two layers, because neither is enough alone:
    ``model.generate``), imports (``from torch import softmax as s``) and string
    constants (``getattr(torch, "softmax")``). A student's own function may share
    the name (``def softmax``; a recursive ``softmax(x)`` call): bare names are
-   therefore not flagged, only attribute access, imports and strings.
-2. *Dynamic*: while the grader calls the item, the worker wraps the forbidden
-   library callables with tripwires (see ``autograder.sandbox.probes``), which
-   catches names assembled at run time.
+   therefore not flagged, only attribute access, imports and strings. It is
+   computed once, when the grading is planned, and gives the first message.
+2. *Dynamic*: while the grader calls the item, the worker watches what executes
+   (``autograder.sandbox.watch``): the tensor operators of ``aten_ops`` and the
+   library functions of ``entry_points``, however they were reached (an alias, a
+   name assembled at run time, a reference captured before the call, a method
+   form, ``functools.partial``, ``exec``).
 
-A flagged item scores zero with a message that names the call.
+Operators are named only where the item's calls run nothing but the student's code
+(``softmax``, ``scaled_dot_product_attention``). Elsewhere the grader hands the
+student a model whose attention legitimately runs softmax, so those rules name the
+library's Python entry points (``generate``, the collator, the pipeline, the
+schedulers, ``Trainer``, the logits warpers) instead.
+
+A flagged item scores zero with a message that names what ran; so does an item
+during whose call the instrumentation itself was modified.
 """
 from __future__ import annotations
 
@@ -22,65 +32,96 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Rule:
-    names: frozenset[str]  # attribute / import / string names that are not allowed
-    tripwires: tuple[str, ...]  # dotted library callables wrapped during the call
+    names: frozenset[str]  # attribute / import / string names that are not allowed (static)
     advice: str
+    # Operator name prefixes ("aten._softmax") that may not execute during the item's calls.
+    aten_ops: tuple[str, ...] = ()
+    # Library functions ("module:Qual.name") that may not execute during the item's calls.
+    entry_points: tuple[str, ...] = ()
+
+    @property
+    def watched(self) -> bool:
+        """Whether the item's calls run under the worker's watch."""
+        return bool(self.aten_ops or self.entry_points)
+
+    def watch_params(self) -> dict[str, list[str]]:
+        """What the guarded probes of ``autograder.sandbox.watch`` are sent."""
+        return {"aten_ops": list(self.aten_ops), "entry_points": list(self.entry_points)}
 
 
-def _rule(names, tripwires, advice) -> Rule:
-    return Rule(frozenset(names), tuple(tripwires), advice)
+def _rule(names, advice, *, aten_ops=(), entry_points=()) -> Rule:
+    return Rule(frozenset(names), advice, tuple(aten_ops), tuple(entry_points))
 
 
 _SOFTMAX = ("softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin")
 _GENERATE = ("generate", "GenerationMixin", "GenerationConfig")
 
+# Every operator that computes a softmax: torch.softmax, F.softmax, Tensor.softmax,
+# torch.special.softmax, nn.Softmax and F.softmin all reach aten._softmax; the
+# attention kernels use _safe_softmax and _masked_softmax. logsumexp is not one:
+# it is a step of a hand-written, stable softmax.
+_SOFTMAX_OPS = ("aten._softmax", "aten._log_softmax", "aten.softmax", "aten.log_softmax",
+                "aten._safe_softmax", "aten._masked_softmax", "aten._sparse_softmax",
+                "aten._sparse_log_softmax", "aten.special_softmax", "aten.special_log_softmax",
+                "aten._nested_tensor_softmax")
+# F.scaled_dot_product_attention and the kernels it chooses from (on CPU
+# _scaled_dot_product_flash_attention_for_cpu), and nn.MultiheadAttention's fused path.
+_ATTENTION_OPS = ("aten.scaled_dot_product_attention", "aten._scaled_dot_product", "aten._fused_sdp_choice",
+                  "aten._flash_attention", "aten._efficient_attention", "aten._cudnn_attention",
+                  "aten._native_multi_head_attention", "aten._triton_multi_head_attention",
+                  "aten._triton_scaled_dot_attention")
+# generate() and the loops it runs (a student may call those directly).
+_GENERATION = ("transformers.generation.utils:GenerationMixin.generate",
+               "transformers.generation.utils:GenerationMixin._sample",
+               "transformers.generation.utils:GenerationMixin._beam_search")
+
 # Keyed by the grade_id of the solution cell (the function's name).
 RULES: dict[str, Rule] = {
-    "softmax": _rule(
-        _SOFTMAX,
-        ("torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax",
-         "torch.log_softmax", "torch.nn.functional.log_softmax", "torch.Tensor.log_softmax",
-         "torch.special.softmax"),
-        "compute exp(x - max) / sum(exp(x - max)) yourself",
-    ),
+    "softmax": _rule(_SOFTMAX, "compute exp(x - max) / sum(exp(x - max)) yourself", aten_ops=_SOFTMAX_OPS),
     "scaled_dot_product_attention": _rule(
         ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
-        ("torch.nn.functional.scaled_dot_product_attention",
-         "torch.nn.functional.multi_head_attention_forward"),
         "write the matrix products, the masking and the softmax yourself",
+        aten_ops=_ATTENTION_OPS + _SOFTMAX_OPS,
     ),
     "mask_tokens": _rule(
         ("DataCollatorForLanguageModeling", "DataCollatorForWholeWordMask", "torch_mask_tokens",
          "numpy_mask_tokens"),
-        ("transformers.DataCollatorForLanguageModeling.torch_mask_tokens",
-         "transformers.DataCollatorForLanguageModeling.__call__"),
         "draw the selection and the 80/10/10 replacement with torch random functions",
+        # Calling a collator masks through these (its __call__ is the shared DataCollatorMixin's).
+        entry_points=("transformers.data.data_collator:DataCollatorForLanguageModeling.torch_mask_tokens",
+                      "transformers.data.data_collator:DataCollatorForLanguageModeling.numpy_mask_tokens"),
     ),
-    "greedy_decode": _rule(_GENERATE, ("transformers.GenerationMixin.generate",),
-                           "loop over time steps and call the model yourself"),
-    "beam_search": _rule(_GENERATE, ("transformers.GenerationMixin.generate",),
-                         "keep and extend the beams yourself"),
+    "greedy_decode": _rule(_GENERATE, "loop over time steps and call the model yourself", entry_points=_GENERATION),
+    "beam_search": _rule(_GENERATE, "keep and extend the beams yourself", entry_points=_GENERATION),
     "sample_next_token": _rule(
         ("TopKLogitsWarper", "TopPLogitsWarper", "TemperatureLogitsWarper", "LogitsProcessorList"),
-        ("transformers.TopKLogitsWarper.__call__", "transformers.TopPLogitsWarper.__call__"),
         "apply temperature, top-k and top-p to the logits yourself",
+        entry_points=("transformers.generation.logits_process:TopKLogitsWarper.__call__",
+                      "transformers.generation.logits_process:TopPLogitsWarper.__call__",
+                      "transformers.generation.logits_process:TemperatureLogitsWarper.__call__"),
     ),
     "top_k_mask_predictions": _rule(
         ("pipeline", "FillMaskPipeline", "fill-mask"),
-        # Every pipeline call goes through Pipeline.__call__, however the object was made.
-        ("transformers.pipeline", "transformers.pipelines.base.Pipeline.__call__"),
         "find the [MASK] rows, take the softmax and its top k yourself",
+        # Every pipeline call goes through Pipeline.__call__, however the object was made;
+        # postprocess is the softmax and top k of the fill-mask pipeline, callable alone.
+        entry_points=("transformers.pipelines:pipeline", "transformers.pipelines.base:Pipeline.__call__",
+                      "transformers.pipelines.fill_mask:FillMaskPipeline.postprocess"),
     ),
     "linear_warmup_decay": _rule(
         ("get_linear_schedule_with_warmup", "get_scheduler", "get_constant_schedule_with_warmup"),
-        ("transformers.get_linear_schedule_with_warmup", "transformers.get_scheduler"),
         "return the multiplier from step, warmup_steps and total_steps",
+        # The lambda is the multiplier itself, the one the schedule's LambdaLR calls.
+        entry_points=("transformers.optimization:get_linear_schedule_with_warmup",
+                      "transformers.optimization:get_scheduler",
+                      "transformers.optimization:_get_linear_schedule_with_warmup_lr_lambda"),
     ),
-    "train_epoch": _rule(("Trainer", "TrainingArguments"), ("transformers.Trainer.train",),
-                         "write the loop: forward, backward, clip, step"),
-    "lora_linear": _rule(("peft", "LoraConfig", "get_peft_model", "LoraModel"), (),
+    "train_epoch": _rule(("Trainer", "TrainingArguments"), "write the loop: forward, backward, clip, step",
+                         entry_points=("transformers.trainer:Trainer.train",
+                                       "transformers.trainer:Trainer.training_step")),
+    "lora_linear": _rule(("peft", "LoraConfig", "get_peft_model", "LoraModel"),
                         "build lora_A and lora_B as nn.Parameter yourself"),
-    "apply_lora": _rule(("peft", "LoraConfig", "get_peft_model", "LoraModel"), (),
+    "apply_lora": _rule(("peft", "LoraConfig", "get_peft_model", "LoraModel"),
                         "replace the nn.Linear modules with your LoRALinear"),
 }
 
@@ -119,3 +160,11 @@ def message(grade_id: str, used: list[str]) -> str:
         f"'{grade_id}' uses {', '.join(used)}, which does the work this item asks you to do; "
         f"no points for this item. Instead, {rule.advice}."
     )
+
+
+TAMPERED = "the grading instrumentation was modified"
+
+
+def tamper_message(grade_id: str, changes: list[str]) -> str:
+    """The message of an item during whose call the shortcut check itself was switched off."""
+    return f"while '{grade_id}' ran, {TAMPERED} ({'; '.join(changes)}); no points for this item."

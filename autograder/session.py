@@ -5,7 +5,7 @@ as the run's :class:`~autograder.config.GradingConfig` says, executes the plan's
 cells in it (a cell that raises or hangs is remembered; the others still run),
 and then serves the hidden tests' calls and probes: it refuses an item whose cell
 is missing, failed or uses a forbidden shortcut, applies the call timeouts, wires
-the run-time tripwires, and restarts a worker that hung or crashed.
+the run-time watch on forbidden shortcuts (``sandbox.watch``), and restarts a worker that hung or crashed.
 
 What the worker sees of the grader: the generic sandbox package, the course's
 drivers (``autograder.drivers``), the student helpers, the model cache and the
@@ -247,10 +247,10 @@ class GradingSession:
 
     def call(self, solution: str, name: str, args, kwargs, *, timeout: float | None) -> Any:
         rule = forbidden.RULES.get(solution)
-        if rule and rule.tripwires:
+        if rule and rule.watched:
             return self.probe(solution, "guarded_call",
-                              {"name": name, "args": list(args), "kwargs": dict(kwargs),
-                               "tripwires": list(rule.tripwires)}, timeout=timeout)
+                              {"name": name, "args": list(args), "kwargs": dict(kwargs), **rule.watch_params()},
+                              timeout=timeout)
         return self._guarded(
             solution, (args, kwargs),
             lambda: self.worker.call(name, *args, timeout=self._timeout(solution, timeout), **kwargs),
@@ -258,8 +258,8 @@ class GradingSession:
 
     def probe(self, solution: str, probe: str, params: dict, *, timeout: float | None) -> Any:
         rule = forbidden.RULES.get(solution)
-        if rule and rule.tripwires and probe != "guarded_call":
-            params = {"probe": probe, "params": params, "tripwires": list(rule.tripwires)}
+        if rule and rule.watched and probe != "guarded_call":
+            params = {"probe": probe, "params": params, **rule.watch_params()}
             probe = "guarded_probe"
         result = self._guarded(
             solution, params, lambda: self.worker.probe(probe, params, timeout=self._timeout(solution, timeout))
@@ -267,6 +267,8 @@ class GradingSession:
         if probe in ("guarded_call", "guarded_probe"):
             from .suite import Forbidden
 
+            if result.get("tampered"):
+                raise Forbidden(forbidden.tamper_message(solution, list(result["tampered"])))
             if result["tripped"]:
                 raise Forbidden(forbidden.message(solution, sorted(result["tripped"])))
             return result["value"]

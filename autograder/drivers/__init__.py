@@ -15,8 +15,9 @@ student may not read: no reference implementation, no answer and no hidden test
 imports them, and ``tests/grading/test_drivers.py`` checks it).
 
 :data:`WORKER_MODULES` is the one list of what a grading worker imports before the
-first student cell: these modules, and the generic tripwires of the
-forbidden-shortcut check.
+first student cell: these modules, and the generic watch of the forbidden-shortcut
+check (``autograder.sandbox.watch``), which must bind what it relies on before any
+student code can replace it.
 """
 from __future__ import annotations
 
@@ -27,5 +28,5 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 WORKER_MODULES = (
     "autograder.drivers.models",
     "autograder.drivers.probes",
-    "autograder.sandbox.tripwires",
+    "autograder.sandbox.watch",
 )

@@ -421,7 +421,7 @@ FORBIDDEN = {
                           eos_token_id=eos_token_id, pad_token_id=eos_token_id,
                           attention_mask=torch.ones_like(input_ids))
 ''',
-    # The name is assembled at run time, so only the dynamic tripwire can see it.
+    # The name is assembled at run time, so only the run-time watch can see it.
     "beam_search": '''def beam_search(model, input_ids, *, num_beams, max_new_tokens, length_penalty=1.0, eos_token_id=None):
     run = getattr(model, "gen" + "erate")
     return run(input_ids, num_beams=num_beams, do_sample=False, max_new_tokens=max_new_tokens,

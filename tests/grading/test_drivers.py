@@ -101,7 +101,7 @@ class WarmingWorker:
 def test_the_session_imports_a_fixtures_modules_once_per_worker_before_the_call(monkeypatch):
     monkeypatch.setattr(worker_module, "Worker", WarmingWorker)
     config = GradingConfig(timeout_call=7, timeout_worker_start=99)
-    # An item without tripwires, so its calls reach the worker as calls.
+    # An item the forbidden-shortcut watch does not cover, so its calls reach the worker as calls.
     session = GradingSession(GradingPlan(stem="part_b_bert_gpt", cells=[Cell("my_cell", "", "solution")]), config)
     session.start()
     worker = session.worker

@@ -1,0 +1,246 @@
+"""The run-time half of the forbidden-shortcut check (``autograder.sandbox.watch``), in a real worker.
+
+A shortcut is caught by what executes during the graded call, whatever route led
+to it: an alias, a name assembled at run time, a reference captured when the cell
+ran, a method form, ``functools.partial``, ``exec``, ``importlib``, a thread. The
+calls go straight to the ``guarded_call`` probe, so the static check of the cell's
+names plays no part. The student's own arithmetic, and a model the grader hands
+over whose attention uses softmax, are not shortcuts. Switching the watch off
+during the call loses the item as "the grading instrumentation was modified".
+
+One worker with the grading's own sandbox view and preloads serves the module.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autograder.config import GradingConfig
+from autograder.drivers import models  # noqa: F401  (registers the fixtures)
+from autograder.forbidden import RULES, TAMPERED
+from autograder.plan import Cell, GradingPlan
+from autograder.sandbox.fixtures import fixture
+from autograder.sandbox.worker import Worker
+from autograder.session import GradingSession, sandbox_view
+
+CONFIG = GradingConfig(device="cpu")
+
+
+@pytest.fixture(scope="module")
+def worker():
+    with Worker(timeout=60, **sandbox_view(CONFIG)) as shared:
+        shared.exec_cell("import functools, importlib, math, sys, threading\n"
+                         "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n").raise_for_error()
+        yield shared
+
+
+def watched(worker: Worker, item: str, source: str, *args, name: str = "f", **kwargs) -> dict:
+    """Define ``source`` and call its ``name`` under ``item``'s rule, the static check bypassed."""
+    worker.exec_cell(source).raise_for_error()
+    return worker.probe("guarded_call", {"name": name, "args": list(args), "kwargs": kwargs,
+                                         **RULES[item].watch_params()})
+
+
+X = torch.randn(3, 5)
+Q, K, V = torch.randn(2, 4, 6), torch.randn(2, 4, 6), torch.randn(2, 4, 6)
+PROMPT = torch.tensor([[1, 2, 3], [4, 5, 6]])
+
+# --------------------------------------------------------------------------- softmax
+SOFTMAX_ROUTES = {
+    "direct": "def f(x):\n    return torch.softmax(x, -1)\n",
+    "functional": "def f(x):\n    return F.softmax(x, dim=-1)\n",
+    "alias import": "from torch import softmax as s\ndef f(x):\n    return s(x, -1)\n",
+    "assembled name": "def f(x):\n    return getattr(torch, 'soft' + 'max')(x, -1)\n",
+    "method": "def f(x):\n    return x.softmax(-1)\n",
+    "aten operator": "def f(x):\n    return torch.ops.aten._softmax(x, -1, False)\n",
+    "exec": "def f(x):\n    scope = {'x': x}\n"
+            "    exec('import torch\\ny = torch.nn.functional.softmax(x, -1)', scope)\n    return scope['y']\n",
+    "importlib": "def f(x):\n    return importlib.import_module('torch.nn.' + 'functional').softmax(x, -1)\n",
+    "captured at definition": "SM = getattr(F, 'soft' + 'max')\ndef f(x):\n    return SM(x, -1)\n",
+    "partial": "def f(x):\n    return functools.partial(torch.softmax, dim=-1)(x)\n",
+    "torch.special": "def f(x):\n    return torch.special.softmax(x, -1)\n",
+    "nn.Softmax": "def f(x):\n    return nn.Softmax(dim=-1)(x)\n",
+    "softmin": "def f(x):\n    return F.softmin(-x, -1)\n",
+    "log_softmax": "def f(x):\n    return F.log_softmax(x, -1).exp()\n",
+    "thread": "def f(x):\n    out = []\n    t = threading.Thread(target=lambda: out.append(torch.softmax(x, -1)))\n"
+              "    t.start()\n    t.join()\n    return out[0]\n",
+}
+
+
+@pytest.mark.parametrize("route", SOFTMAX_ROUTES)
+def test_every_route_to_a_library_softmax_trips(worker, route):
+    result = watched(worker, "softmax", SOFTMAX_ROUTES[route], X)
+    assert any(op in result["tripped"] for op in ("aten._softmax", "aten._log_softmax")), result
+    assert not result["tampered"]
+
+
+OWN_SOFTMAX = {
+    "exp, max and sum": "def f(x):\n    e = (x - x.amax(-1, keepdim=True)).exp()\n"
+                        "    return e / e.sum(-1, keepdim=True)\n",
+    "logsumexp": "def f(x):\n    return (x - torch.logsumexp(x, -1, keepdim=True)).exp()\n",
+    "torch.max with dim": "def f(x):\n    e = torch.exp(x - torch.max(x, dim=-1, keepdim=True).values)\n"
+                          "    return e / torch.sum(e, dim=-1, keepdim=True)\n",
+    # Printing a tensor steps outside every dispatch mode for a moment (torch's own
+    # _disable_current_modes): that is not tampering.
+    "printing on the way": "def f(x):\n    print(x)\n    e = (x - x.amax(-1, keepdim=True)).exp()\n"
+                           "    return e / e.sum(-1, keepdim=True)\n",
+}
+
+
+@pytest.mark.parametrize("own", OWN_SOFTMAX)
+def test_a_hand_written_softmax_is_not_a_shortcut(worker, own):
+    result = watched(worker, "softmax", OWN_SOFTMAX[own], X)
+    assert (result["tripped"], result["tampered"]) == ([], [])
+    assert torch.allclose(result["value"], torch.softmax(X, -1), atol=1e-6)
+
+
+# --------------------------------------------------------------------------- scaled_dot_product_attention
+OWN_SOFTMAX_CELL = OWN_SOFTMAX["exp, max and sum"].replace("def f(", "def own_softmax(")
+ATTENTION_ROUTES = {
+    "direct": "def f(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n",
+    "captured at definition": "ATT = getattr(F, 'scaled_dot_product_' + 'attention')\n"
+                              "def f(q, k, v):\n    return ATT(q, k, v, is_causal=True)\n",
+    "softmax inside a hand-written attention": "def f(q, k, v):\n"
+                                               "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+                                               "    return torch.softmax(scores, -1) @ v\n",
+    "nn.MultiheadAttention": "def f(q, k, v):\n"
+                             "    return nn.MultiheadAttention(6, 2, batch_first=True).eval()(q, k, v)[0]\n",
+}
+
+
+@pytest.mark.parametrize("route", ATTENTION_ROUTES)
+def test_library_attention_and_softmax_trip_in_attention(worker, route):
+    result = watched(worker, "scaled_dot_product_attention", ATTENTION_ROUTES[route], Q, K, V)
+    assert result["tripped"] and not result["tampered"], result
+
+
+def test_a_hand_written_attention_is_not_a_shortcut(worker):
+    source = OWN_SOFTMAX_CELL + (
+        "def f(q, k, v):\n"
+        "    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))\n"
+        "    causal = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool).tril()\n"
+        "    weights = own_softmax(scores.masked_fill(~causal, float('-inf')))\n"
+        "    return weights @ v\n")
+    result = watched(worker, "scaled_dot_product_attention", source, Q, K, V)
+    assert (result["tripped"], result["tampered"]) == ([], [])
+    assert torch.allclose(result["value"], torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=True),
+                          atol=1e-5)
+
+
+# --------------------------------------------------------------------------- generate
+GENERATE_ROUTES = {
+    "direct": "def f(model, ids, n):\n    return model.generate(ids, max_new_tokens=n, do_sample=False)\n",
+    "bound method captured before the call": "def f(model, ids, n):\n    run = model.generate\n"
+                                             "    model.generate = None  # the attribute is gone, the method is not\n"
+                                             "    return run(ids, max_new_tokens=n, do_sample=False)\n",
+    "unbound, captured at definition": "from transformers import GenerationMixin\n"
+                                       "GEN = getattr(GenerationMixin, 'gen' + 'erate')\n"
+                                       "def f(model, ids, n):\n"
+                                       "    return GEN(model, ids, max_new_tokens=n, do_sample=False)\n",
+    "assembled name": "def f(model, ids, n):\n"
+                      "    return getattr(model, 'gen' + 'erate')(ids, max_new_tokens=n, do_sample=False)\n",
+    "partial": "def f(model, ids, n):\n"
+               "    return functools.partial(model.generate, max_new_tokens=n, do_sample=False)(ids)\n",
+    "subclass calling super()": "def f(model, ids, n):\n"
+                                "    class Mine(type(model)):\n"
+                                "        def generate(self, *args, **kwargs):\n"
+                                "            return super().generate(*args, **kwargs)\n"
+                                "    model.__class__ = Mine\n"
+                                "    return model.generate(ids, max_new_tokens=n, do_sample=False)\n",
+}
+
+
+@pytest.mark.parametrize("route", GENERATE_ROUTES)
+def test_every_route_to_generate_trips(worker, route):
+    result = watched(worker, "greedy_decode", GENERATE_ROUTES[route], fixture("decoder_lm", seed=0), PROMPT, 3)
+    assert "transformers.GenerationMixin.generate" in result["tripped"], result
+    assert not result["tampered"]
+
+
+def test_a_greedy_loop_over_the_models_forward_is_not_a_shortcut(worker):
+    # The grader's model runs its own attention softmax: only generate's code counts here.
+    source = ("def f(model, ids, n):\n"
+              "    for _ in range(n):\n"
+              "        next_id = model(ids).logits[:, -1].argmax(-1, keepdim=True)\n"
+              "        ids = torch.cat([ids, next_id], dim=-1)\n"
+              "    return ids\n")
+    result = watched(worker, "greedy_decode", source, fixture("decoder_lm", seed=0), PROMPT, 3)
+    assert (result["tripped"], result["tampered"]) == ([], [])
+    assert result["value"].shape == (2, 6)
+
+
+# --------------------------------------------------------------------------- the collator
+def test_a_collators_method_captured_when_the_cell_ran_trips(worker):
+    source = ("from transformers import DataCollatorForLanguageModeling\n"
+              "class Vocabulary:\n"
+              "    mask_token, mask_token_id, pad_token, pad_token_id = '[MASK]', 4, '[PAD]', 0\n"
+              "    def __len__(self):\n        return 32\n"
+              "    def convert_tokens_to_ids(self, token):\n        return 4\n"
+              "    def get_special_tokens_mask(self, ids, already_has_special_tokens=True):\n"
+              "        return [int(i < 5) for i in ids]\n"
+              "MASK = DataCollatorForLanguageModeling(Vocabulary(), mlm_probability=0.5).torch_mask_tokens\n"
+              "def f(ids):\n    return MASK(ids.clone())\n")
+    result = watched(worker, "mask_tokens", source, torch.randint(5, 32, (2, 8)))
+    assert result["tripped"] == ["transformers.DataCollatorForLanguageModeling.torch_mask_tokens"], result
+
+
+# --------------------------------------------------------------------------- tampering
+TAMPERING = {
+    "popping the dispatch mode": ("softmax", "def f(x):\n    torch._C._pop_torch_dispatch_stack(None)\n"
+                                             "    return torch.softmax(x, -1)\n"),
+    "exiting the dispatch mode": ("softmax", "def f(x):\n    n = torch._C._len_torch_dispatch_stack()\n"
+                                             "    torch._C._get_dispatch_stack_at(n - 1).__exit__(None, None, None)\n"
+                                             "    return torch.softmax(x, -1)\n"),
+    "sys.setprofile(None)": ("greedy_decode", "def f(model, ids, n):\n    sys.setprofile(None)\n"
+                                              "    return model.generate(ids, max_new_tokens=n, do_sample=False)\n"),
+    "setting the profile hook aside and back": ("greedy_decode", "def f(model, ids, n):\n    hook = sys.getprofile()\n"
+                                                                 "    sys.setprofile(None)\n    out = model.generate("
+                                                                 "ids, max_new_tokens=n, do_sample=False)\n"
+                                                                 "    sys.setprofile(hook)\n    return out\n"),
+}
+
+
+@pytest.mark.parametrize("how", TAMPERING)
+def test_switching_the_watch_off_is_tampering(worker, how):
+    item, source = TAMPERING[how]
+    args = [X] if item == "softmax" else [fixture("decoder_lm", seed=0), PROMPT, 2]
+    result = watched(worker, item, source, *args)
+    assert result["tampered"], result
+    worker.exec_cell("from torch.utils._python_dispatch import is_in_torch_dispatch_mode\n"
+                     "def modes():\n"
+                     "    return torch._C._len_torch_dispatch_stack(), is_in_torch_dispatch_mode(), sys.getprofile()\n")
+    assert worker.call("modes") == (0, False, None), "the watch is off again, and nothing of it is left"
+    after = watched(worker, item, OWN_SOFTMAX["exp, max and sum"], X)  # the next call is watched as usual
+    assert (after["tripped"], after["tampered"]) == ([], [])
+    assert watched(worker, "softmax", SOFTMAX_ROUTES["direct"], X)["tripped"] == ["aten._softmax"]
+
+
+@pytest.mark.parametrize("name, replacement", [("_stack_len", "lambda: 0"), ("_leave_mode", "lambda *a: None"),
+                                               ("_OperatorWatch", "object")])
+def test_replacing_the_watchers_names_is_tampering(worker, name, replacement):
+    worker.exec_cell(f"import autograder.sandbox.watch as watch\nSAVED = watch.{name}\n").raise_for_error()
+    source = f"def f(x):\n    watch.{name} = {replacement}\n    return torch.softmax(x, -1)\n"
+    try:
+        result = watched(worker, "softmax", source, X)
+    finally:
+        worker.exec_cell(f"watch.{name} = SAVED\n").raise_for_error()
+    assert any("watcher" in change for change in result["tampered"]), result
+    assert watched(worker, "softmax", OWN_SOFTMAX["exp, max and sum"], X)["tampered"] == []
+
+
+def test_the_grading_session_scores_tampering_as_forbidden():
+    from autograder.suite import Forbidden
+
+    cells = [Cell("setup", "import torch\n", "setup"),
+             Cell("softmax", TAMPERING["popping the dispatch mode"][1].replace("def f(", "def softmax("), "solution"),
+             Cell("causal_mask", SOFTMAX_ROUTES["method"].replace("def f(", "def causal_mask("), "solution")]
+    session = GradingSession(GradingPlan(stem="part_b_bert_gpt", cells=cells), CONFIG)
+    session.start()
+    try:
+        assert not session.cell_errors, session.cell_errors
+        with pytest.raises(Forbidden, match=TAMPERED):
+            session.call("softmax", "softmax", (X,), {}, timeout=None)
+        # an item without a rule is called as it always was: its softmax is its own business
+        assert torch.allclose(session.call("causal_mask", "causal_mask", (X,), {}, timeout=None), X.softmax(-1))
+    finally:
+        session.close()
