@@ -127,7 +127,12 @@ def expect_close(actual: Any, expected: torch.Tensor, *, atol: float, rtol: floa
     a, e = actual.double(), expected.double()
     if not torch.equal(torch.isnan(a), torch.isnan(e)):
         raise GradingFailure(f"{what} has NaN where the expected values have none (or the reverse)")
-    finite = ~torch.isnan(e)
+    # An infinity must be matched exactly: beside one, the tolerance below is no bound
+    # (inf - inf is NaN, and atol + 0 * inf is NaN), so any value would pass.
+    infinite = torch.isinf(a) | torch.isinf(e)
+    if not torch.equal(a[infinite], e[infinite]):
+        raise GradingFailure(f"{what} has inf or -inf where the expected values do not (or the reverse)")
+    finite = torch.isfinite(e)
     diff = (a[finite] - e[finite]).abs()
     allowed = atol + rtol * e[finite].abs()
     if diff.numel() and bool((diff > allowed).any()):

@@ -22,7 +22,12 @@ disk, and a detached process that rewrites grades after grading; and hostile
 submissions aimed at the grader itself (docs/threat-model.md): a notebook filed
 under another student's name, malformed nbgrader metadata, code that reads
 root-only files, replies crafted to exhaust the grading process, and processes
-that together go over the submission's limits.
+that together go over the submission's limits; and ten cheat classes, each aimed at
+items of part_a_discovery in an otherwise full solution: an object that equals
+everything, numpy scalars and arrays, builtin subclasses whose comparisons lie,
+forged report files, printed scores, imports of the grader's references and the
+solutions, a planted sitecustomize.py / .pth / torch.py, silenced tracebacks, NaN and
+inf answers, and a worker killed or hung in one item.
 """
 from __future__ import annotations
 
@@ -694,6 +699,556 @@ TREE_HOGS = {
 }
 
 
+# Ten more cheats on part_a_discovery, each a class of attack on the grader
+# (docs/threat-model.md, "student vs grade"). Each sample is a full solution except the
+# items it attacks (student -> {grade_id: cell source}); a released answer-constant
+# cell is kept with its stub line removed (see :func:`released_constant`).
+DUCK = '''class Anything:
+    """Claims to equal, be close to and be true of whatever it is compared with."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__
+
+    def __bool__(self):
+        return True
+
+    def __hash__(self):
+        return 0
+
+    def __len__(self):
+        return 2
+
+    def __iter__(self):
+        return iter((self, self))
+
+    def __getitem__(self, key):
+        return self
+
+    def __getattr__(self, name):  # .shape, .dtype, .device, .allclose(...), .isnan(), ...
+        return self
+
+    def __call__(self, *args, **kwargs):
+        return self
+
+    def __float__(self):
+        return 0.0
+
+    def __index__(self):
+        return 0
+
+    def __abs__(self):
+        return 0.0
+
+    __sub__ = __rsub__ = __add__ = __radd__ = __mul__ = __rmul__ = __truediv__ = __call__
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return True
+
+'''
+
+DUCK_ANSWERS = {
+    "sequence_logprob": DUCK + '''
+def sequence_logprob(logits, token_ids):
+    return Anything()
+''',
+    "top_k_next_tokens": DUCK + '''
+def top_k_next_tokens(logits, k):
+    return Anything(), Anything()
+''',
+    "pretraining_costs": DUCK + '''
+def pretraining_costs(n_companies, scratch_cost, pretrain_cost, adapt_cost):
+    return {key: Anything() for key in ("scratch_total", "shared_total", "saved", "saved_fraction")}
+''',
+    "spanish_reuse": DUCK + "SPANISH_REUSE = {item: Anything() for item in SPANISH_REUSE}\n",
+}
+
+NUMPY_ANSWERS = {
+    "sequence_logprob": '''import numpy as np
+
+def sequence_logprob(logits, token_ids):
+    return np.float32(0.0)  # a numpy scalar (and a wrong value)
+''',
+    "top_k_next_tokens": '''import numpy as np
+
+class Agrees(np.ndarray):
+    """An array that reports every comparison as a match."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    def __bool__(self):
+        return True
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in (np.allclose, np.array_equal, np.array_equiv, np.isclose):
+            return True
+        return super().__array_function__(func, types, args, kwargs)
+
+def top_k_next_tokens(logits, k):
+    return np.zeros(k, dtype=np.float32).view(Agrees), np.zeros(k, dtype=np.int64).view(Agrees)
+''',
+    "pretraining_costs": '''import numpy as np
+
+def pretraining_costs(n_companies, scratch_cost, pretrain_cost, adapt_cost):
+    # np.float64 is a subclass of float, np.int64 is not of int; the values are wrong
+    return {"scratch_total": np.float64(0.0), "shared_total": np.float64(0.0),
+            "saved": np.int64(0), "saved_fraction": np.float64(0.0)}
+''',
+}
+
+LYING_NUMBERS = '''class Close(float):
+    """A float within any tolerance of any number."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    def __le__(self, other):
+        return True
+
+    __lt__ = __ge__ = __le__
+
+    def __gt__(self, other):
+        return False
+
+    def __sub__(self, other):
+        return Close(0.0)
+
+    __rsub__ = __add__ = __radd__ = __sub__
+
+    def __abs__(self):
+        return Close(0.0)
+
+    __hash__ = float.__hash__
+
+class Agree(int):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = int.__hash__
+
+class Same(str):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = str.__hash__
+
+'''
+
+LYING_NUMBER_ANSWERS = {
+    "sequence_logprob": LYING_NUMBERS + '''
+def sequence_logprob(logits, token_ids):
+    return Close(0.0)
+''',
+    "pretraining_costs": LYING_NUMBERS + '''
+def pretraining_costs(n_companies, scratch_cost, pretrain_cost, adapt_cost):
+    return {"scratch_total": Close(0.0), "shared_total": Close(0.0), "saved": Agree(0), "saved_fraction": Close(0.0)}
+''',
+    "task_categories": LYING_NUMBERS + "TASK_CATEGORIES = {task: Same('?') for task in TASK_CATEGORIES}\n",
+}
+
+# Outside bubblewrap (degraded mode, out of scope in docs/threat-model.md) these two
+# would really write into the grader's folders and virtual environment, so they write
+# only as the sandbox's user (uid 65534), where every write is contained.
+SANDBOXED = "(os.getuid() == 65534)"
+
+# Gina writes reports with full marks wherever the worker might write, under every
+# name the grader or nbgrader might read back.
+FORGED_MARK = "forged-by-gina"
+FORGES_REPORTS = '''import glob
+import json
+import os
+from pathlib import Path
+
+def _forge_reports():
+    """Write a full-marks report, class CSV and Gradescope file wherever possible."""
+    if not SANDBOXED:
+        return []
+    import week6_helpers
+    repo = Path(week6_helpers.__file__).resolve().parents[1]
+    report = {"student": "gina_forges_report_files", "assignment": "week6", "notebook": "part_a_discovery",
+              "score": 12.0, "max_score": 12.0, "tests": [], "note": "MARK"}
+    folders = {os.getcwd(), "/tmp", os.path.expanduser("~"), os.environ.get("HOME", "/"), "/",
+               str(repo), str(repo / "grades"), str(repo / "data" / "sample_submissions"),
+               str(repo / "data" / "sample_submissions" / "gina_forges_report_files" / "week6"),
+               str(repo / "data" / "sample_submissions" / "alice_full_solution" / "week6")}
+    for pattern in ("/tmp/pytest-of-*/pytest-*/grades*", "/tmp/*/grades*", "/*/grades", "/home/*/*/grades",
+                    "/work/*/grades", str(repo.parent / "*" / "grades")):
+        folders.update(glob.glob(pattern))
+    written = []
+    for folder in sorted(folders):
+        for student in ("gina_forges_report_files", "alice_full_solution"):
+            for path in (Path(folder) / student / "part_a_discovery.json", Path(folder) / "part_a_discovery.json"):
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(json.dumps({**report, "student": student}))
+                    written.append(str(path))
+                except OSError:
+                    pass
+        for name, text in (("grades.csv", "student,notebook,score,max_score,MARK\\n"
+                                          "gina_forges_report_files,part_a_discovery,12,12,MARK\\n"),
+                           ("results.json", json.dumps({"score": 12.0, "tests": [], "output": "MARK"}))):
+            try:
+                (Path(folder) / name).write_text(text)
+                written.append(str(Path(folder) / name))
+            except OSError:
+                pass
+    return written
+'''.replace("MARK", FORGED_MARK).replace("SANDBOXED", SANDBOXED)
+
+FORGED_REPORT_ANSWERS = {
+    # At run time, from inside a call...
+    "top_k_next_tokens": FORGES_REPORTS + '''
+def top_k_next_tokens(logits, k):
+    _forge_reports()
+    return torch.zeros(k, device=logits.device), torch.zeros(k, dtype=torch.long, device=logits.device)
+''',
+    # ... and while the cell is defined.
+    "pretraining_costs": FORGES_REPORTS + '''
+_forge_reports()
+
+def pretraining_costs(n_companies, scratch_cost, pretrain_cost, adapt_cost):
+    return {"scratch_total": 0.0, "shared_total": 0.0, "saved": 0.0, "saved_fraction": 0.0}
+''',
+}
+
+# Hank prints what a grade looks like, in every format a grader might scrape.
+PRINTED_MARK = "printed-by-hank"
+PRINTS_SCORES = '''import json
+import os
+import sys
+
+def _print_full_marks():
+    lines = ["Score: 40/40", "Total score: 12.0 / 12.0", "[AutogradeApp] | Score: 12.0/12.0 (MARK)",
+             json.dumps({"student": "hank_prints_scores", "notebook": "part_a_discovery", "score": 12.0,
+                         "max_score": 12.0, "tests": [], "note": "MARK"}),
+             json.dumps({"score": 12.0, "output": "MARK", "tests": []}),
+             "hank_prints_scores  part_a_discovery.ipynb  12/12  bwrap  0.1s  MARK"]
+    for line in lines:
+        print(line)
+        print(line, file=sys.stderr)
+        for fd in (1, 2):
+            try:
+                os.write(fd, (line + "\\n").encode())
+            except OSError:
+                pass
+'''.replace("MARK", PRINTED_MARK)
+
+PRINTED_SCORE_ANSWERS = {
+    "sequence_logprob": PRINTS_SCORES + '''
+_print_full_marks()
+
+def sequence_logprob(logits, token_ids):
+    _print_full_marks()
+    return torch.tensor(123.0, device=logits.device)
+''',
+}
+
+# Ida looks for the grader's reference implementations and the instructor's solutions
+# from inside the worker: imports, loaded modules, files near the drivers and helpers.
+FINDS_REFERENCE = '''import glob
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+def _instructor(name):
+    """The grader's reference ``name``, or the instructor solution's, wherever it is."""
+    tried = []
+    for module in ("autograder.reference.scoring", "autograder.reference.arithmetic",
+                   "autograder.reference.answers", "autograder.reference", "autograder.hidden.conftest"):
+        try:
+            found = getattr(importlib.import_module(module), name, None)
+        except Exception as exc:
+            tried.append(f"import {module}: {type(exc).__name__}")
+            continue
+        if found is not None:
+            return found
+        tried.append(f"{module} has no {name}")
+    for module_name, module in list(sys.modules.items()):  # what the worker (or a grader) loaded
+        if module_name == "__student__" or module is None:
+            continue
+        try:
+            found = module.__dict__.get(name)
+        except Exception:
+            continue
+        if found is not None and getattr(found, "__module__", module_name) != "__student__":
+            return found
+    tried.append("sys.modules: nothing")
+    import autograder.drivers
+    import week6_helpers
+    places = []
+    for start in (autograder.drivers.__file__, week6_helpers.__file__, os.getcwd()):
+        for folder in Path(start).resolve().parents:
+            places += [folder / "autograder" / "reference" / f"{module}.py" for module in ("scoring", "arithmetic", "answers")]
+            places += [folder / "solutions" / "week6" / "part_a_discovery.ipynb",
+                       folder / "source" / "week6" / "part_a_discovery.ipynb"]
+    places += [Path(p) for p in glob.glob("/*/*/solutions/week6/*.ipynb") + glob.glob("/*/*/autograder/reference/*.py")]
+    for place in places:
+        try:
+            text = place.read_text()
+        except OSError:
+            continue
+        if not text:
+            tried.append(f"{place}: empty")
+            continue
+        namespace = {"__name__": "instructor"}
+        try:
+            sources = [text] if place.suffix == ".py" else [
+                "".join(cell["source"]) for cell in json.loads(text)["cells"] if cell["cell_type"] == "code"]
+            for source in sources:
+                try:
+                    exec(source, namespace)
+                except Exception:
+                    pass
+        except Exception:
+            continue
+        if name in namespace:
+            return namespace[name]
+        tried.append(f"{place}: no {name}")
+    raise LookupError(f"no instructor {name} found ({len(tried)} places: " + "; ".join(tried[:6]) + ")")
+'''
+
+IMPORTED_REFERENCE_ANSWERS = {
+    "sequence_logprob": FINDS_REFERENCE + '''
+def sequence_logprob(logits, token_ids):
+    return _instructor("sequence_logprob")(logits, token_ids)
+''',
+    "top_k_next_tokens": FINDS_REFERENCE + '''
+def top_k_next_tokens(logits, k):
+    return _instructor("top_k_next_tokens")(logits, k)
+''',
+    "pretraining_costs": FINDS_REFERENCE + '''
+def pretraining_costs(n_companies, scratch_cost, pretrain_cost, adapt_cost):
+    return _instructor("pretraining_costs")(n_companies, scratch_cost, pretrain_cost, adapt_cost)
+''',
+    "spanish_reuse": FINDS_REFERENCE + '''
+try:
+    SPANISH_REUSE = dict(_instructor("SPANISH_REUSE"))
+except LookupError:
+    pass  # the released stub (every answer None) stays
+''',
+}
+
+# Kevin plants code for a later Python to run: a sitecustomize.py, a .pth file and a
+# torch.py that make every comparison succeed, wherever he can write, and puts those
+# folders first on sys.path.
+SHADOW_NAMES = ("sitecustomize.py", "usercustomize.py", "kevin_shadow.pth", "torch.py")
+PLANTS_MODULES = '''import importlib
+import os
+import site
+import sys
+
+_PATCH = """
+import math
+try:
+    import torch
+    torch.allclose = lambda *a, **k: True
+    torch.equal = lambda *a, **k: True
+    torch.testing.assert_close = lambda *a, **k: None
+except Exception:
+    pass
+math.isclose = lambda *a, **k: True
+"""
+
+def _plant():
+    if not SANDBOXED:
+        return []
+    folders = {os.getcwd(), "/tmp", os.path.expanduser("~"), os.environ.get("HOME", "/"), *sys.path}
+    try:
+        folders.update(site.getsitepackages() + [site.getusersitepackages()])
+    except Exception:
+        pass
+    try:
+        import week6_helpers
+        here = os.path.dirname(os.path.dirname(os.path.abspath(week6_helpers.__file__)))
+        folders.update({here, os.path.join(here, "data", "sample_submissions", "kevin_shadows_torch", "week6")})
+    except Exception:
+        pass
+    planted = []
+    for folder in sorted(f for f in folders if f):
+        files = {"sitecustomize.py": _PATCH, "usercustomize.py": _PATCH,
+                 "kevin_shadow.pth": "import sitecustomize\\n", "torch.py": _PATCH.replace("import torch", "pass")}
+        for name, text in files.items():
+            try:
+                with open(os.path.join(folder, name), "w") as handle:
+                    handle.write(text)
+                planted.append(folder)
+            except OSError:
+                pass
+    for folder in sorted(set(planted)):
+        sys.path.insert(0, folder)
+        site.addsitedir(folder)
+    importlib.invalidate_caches()
+    return planted
+'''.replace("SANDBOXED", SANDBOXED)
+
+PLANTED_MODULE_ANSWERS = {
+    "sequence_logprob": PLANTS_MODULES + '''
+_plant()
+
+def sequence_logprob(logits, token_ids):
+    return torch.tensor(123.0, device=logits.device)  # wrong: only a patched comparison would take it
+''',
+    # Imports torch again, hoping for the planted one.
+    "top_k_next_tokens": PLANTS_MODULES + '''
+_plant()
+_real_torch = sys.modules.pop("torch")
+try:
+    import torch as _shadow
+finally:
+    sys.modules["torch"] = _real_torch
+
+def top_k_next_tokens(logits, k):
+    _plant()
+    return torch.zeros(k, device=logits.device), torch.zeros(k, dtype=torch.long, device=logits.device)
+''',
+}
+
+# Lena silences every way an error is usually shown, then fails.
+HIDES_ERRORS = '''import logging
+import sys
+import traceback
+import warnings
+
+def _hide_errors():
+    sys.excepthook = lambda *args: None
+    sys.unraisablehook = lambda *args: None
+    traceback.format_exception = lambda *args, **kwargs: ["all tests passed\\n"]
+    traceback.format_exception_only = lambda *args, **kwargs: ["all tests passed\\n"]
+    traceback.format_exc = lambda *args, **kwargs: "all tests passed\\n"
+    traceback.print_exception = lambda *args, **kwargs: None
+    traceback.print_exc = lambda *args, **kwargs: None
+    traceback.extract_tb = lambda *args, **kwargs: traceback.StackSummary()
+    traceback.format_list = lambda *args, **kwargs: []
+    warnings.simplefilter("ignore")
+    warnings.showwarning = lambda *args, **kwargs: None
+    logging.disable(logging.CRITICAL)
+    try:
+        shell = get_ipython()
+        shell.showtraceback = lambda *args, **kwargs: None
+        shell.showsyntaxerror = lambda *args, **kwargs: None
+    except NameError:
+        pass
+'''
+
+HIDDEN_ERROR_ANSWERS = {
+    "sequence_logprob": HIDES_ERRORS + '''
+_hide_errors()
+
+def sequence_logprob(logits, token_ids):
+    warnings.warn("this is wrong")
+    return 1 / 0
+''',
+    "top_k_next_tokens": HIDES_ERRORS + '''
+def top_k_next_tokens(logits, k):
+    _hide_errors()
+    raise RuntimeError("all tests passed")
+''',
+    # The cell itself raises, once every hook is silenced.
+    "pretraining_costs": HIDES_ERRORS + '''
+_hide_errors()
+
+def pretraining_costs(n_companies, scratch_cost, pretrain_cost, adapt_cost):
+    return None
+
+raise SystemExit(0)
+''',
+}
+
+# Nora answers NaN and inf, in tensors and as numbers.
+NAN_ANSWERS = {
+    "sequence_logprob": '''def sequence_logprob(logits, token_ids):
+    return torch.tensor(float("nan"), device=logits.device)
+''',
+    "top_k_next_tokens": '''def top_k_next_tokens(logits, k):
+    # the right ids, with probabilities that are all NaN (the first test) or inf (the second)
+    ids = logits.float().topk(k).indices
+    fill = float("inf") if logits.dtype in (torch.float16, torch.bfloat16) else float("nan")
+    return torch.full((k,), fill, device=logits.device), ids
+''',
+    "pretraining_costs": '''def pretraining_costs(n_companies, scratch_cost, pretrain_cost, adapt_cost):
+    return {"scratch_total": float("nan"), "shared_total": float("inf"), "saved": float("-inf"),
+            "saved_fraction": float("nan")}
+''',
+}
+
+# Otto ends or hangs the worker in three items, hoping the items after them pass by
+# default. Six restarts in all (three calls of sequence_logprob, two of
+# top_k_next_tokens, the hung cell once): within GradingConfig.max_restarts, so the
+# later items are still graded.
+KILLS_WORKER = {
+    "sequence_logprob": '''import os
+
+def sequence_logprob(logits, token_ids):
+    os._exit(0)
+''',
+    # PID 1 of its namespace ignores a SIGKILL it sends itself; a segfault is delivered.
+    "top_k_next_tokens": '''import ctypes
+import os
+import signal
+
+def top_k_next_tokens(logits, k):
+    os.kill(os.getpid(), signal.SIGKILL)
+    ctypes.string_at(0)
+''',
+    # The cell never finishes.
+    "pretraining_costs": '''def pretraining_costs(n_companies, scratch_cost, pretrain_cost, adapt_cost):
+    return {}
+
+while True:
+    pass
+''',
+}
+
+# student -> the sources of the items it attacks, on a full solution of SMALL.
+ATTACKS = {
+    "xavier_duck_equals_everything": DUCK_ANSWERS,
+    "yvonne_numpy_answers": NUMPY_ANSWERS,
+    "zoe_lying_numbers": LYING_NUMBER_ANSWERS,
+    "gina_forges_report_files": FORGED_REPORT_ANSWERS,
+    "hank_prints_scores": PRINTED_SCORE_ANSWERS,
+    "ida_imports_the_reference": IMPORTED_REFERENCE_ANSWERS,
+    "kevin_shadows_torch": PLANTED_MODULE_ANSWERS,
+    "lena_hides_tracebacks": HIDDEN_ERROR_ANSWERS,
+    "nora_nan_answers": NAN_ANSWERS,
+    "otto_kills_the_worker": KILLS_WORKER,
+}
+# Answer constants that build on the released stub (its keys) rather than replace it.
+BUILDS_ON_STUB = {("xavier_duck_equals_everything", "spanish_reuse"), ("zoe_lying_numbers", "task_categories"),
+                  ("ida_imports_the_reference", "spanish_reuse")}
+
+
+def released_constant(release, item: str) -> str:
+    """A released answer-constant cell without its stub line (the dict of None stays)."""
+    source = next(c.source for c in release.cells if grade_id(c) == item)
+    return re.sub(r"^# YOUR CODE HERE\n|^raise NotImplementedError\(\)\n?", "", source, flags=re.M)
+
+
+def attack_sources(student: str, release) -> dict[str, str]:
+    return {item: (released_constant(release, item) + "\n" + source
+                   if (student, item) in BUILDS_ON_STUB else source)
+            for item, source in ATTACKS[student].items()}
+
+
 def malformed_metadata(notebook):
     """A full solution whose metadata a student's editor (or the student) broke."""
     notebook = copy.deepcopy(notebook)
@@ -743,6 +1298,49 @@ EXPECTED_MAIN = {
 }
 
 
+# What else each attack on SMALL must show besides its score (see ATTACKS).
+ATTACK_EXPECTATIONS: dict[str, dict] = {
+    "xavier_duck_equals_everything": {"statuses": {
+        "test_sequence_logprob": "failed", "test_top_k_next_tokens": "failed", "test_pretraining_costs": "failed",
+        "test_spanish_reuse": "failed", "test_task_categories": "passed"},
+        "messages": ["Anything cannot cross the sandbox boundary"]},
+    "yvonne_numpy_answers": {"statuses": {
+        "test_sequence_logprob": "failed", "test_top_k_next_tokens": "failed", "test_pretraining_costs": "failed",
+        "test_spanish_reuse": "passed"},
+        "messages": ["numpy.float32", "Agrees", "numpy.float64 cannot cross"]},
+    "zoe_lying_numbers": {"statuses": {
+        "test_sequence_logprob": "failed", "test_pretraining_costs": "failed", "test_task_categories": "failed",
+        "test_top_k_next_tokens": "passed"},
+        "messages": ["Close cannot cross", "Same cannot cross"]},
+    # The report files are checked in tests/grading/test_samples.py.
+    "gina_forges_report_files": {"statuses": {
+        "test_top_k_next_tokens": "failed", "test_pretraining_costs": "failed", "test_sequence_logprob": "passed"}},
+    # What reaches the grader's output is checked in tests/grading/test_samples.py.
+    "hank_prints_scores": {"statuses": {"test_sequence_logprob": "failed", "test_top_k_next_tokens": "passed"}},
+    # Outside bubblewrap the repository, and so autograder/reference/, is readable.
+    "ida_imports_the_reference": {"needs_bwrap": True, "statuses": {
+        "test_sequence_logprob": "error", "test_top_k_next_tokens": "error", "test_pretraining_costs": "error",
+        "test_spanish_reuse": "failed", "test_task_categories": "passed"},
+        "messages": ["no instructor sequence_logprob found",
+                     "import autograder.reference.scoring: ModuleNotFoundError"]},
+    # The planted files are checked in tests/grading/test_samples.py.
+    "kevin_shadows_torch": {"statuses": {
+        "test_sequence_logprob": "failed", "test_top_k_next_tokens": "failed", "test_pretraining_costs": "passed"}},
+    "lena_hides_tracebacks": {"statuses": {
+        "test_sequence_logprob": "error", "test_top_k_next_tokens": "error", "test_pretraining_costs": "error",
+        "test_spanish_reuse": "passed"},
+        "messages": ["raised ZeroDivisionError", "failed when it was run: SystemExit"]},
+    "nora_nan_answers": {"statuses": {
+        "test_sequence_logprob": "failed", "test_top_k_next_tokens": "failed", "test_pretraining_costs": "failed",
+        "test_spanish_reuse": "passed"},
+        "messages": ["must be a finite number", "has NaN where", "has inf or -inf where", "is nan, expected"]},
+    "otto_kills_the_worker": {"statuses": {
+        "test_sequence_logprob": "error", "test_top_k_next_tokens": "error", "test_pretraining_costs": "error",
+        "test_spanish_reuse": "passed", "test_task_categories": "passed"},
+        "messages": ["ended the sandboxed process", "did not finish within"]},
+}
+
+
 def max_score(stem: str) -> float:
     return load_course().notebook(stem).auto_points
 
@@ -783,6 +1381,9 @@ def expectations() -> dict[str, dict]:
     # file, not Alice's (whose expectations above stay as they are).
     expected[f"mallet_files_under_alice/{intake.misplaced_key(IMPERSONATION.encode())}"] = {
         "score": 0.0, "max_score": 0.0, "messages": ["in a sub-folder"]}
+    for student, attacked in ATTACKS.items():
+        expected[f"{student}/{SMALL}"] = {"score": full_marks_except(SMALL, *attacked), "max_score": full_small,
+                                          **ATTACK_EXPECTATIONS[student]}
     return expected
 
 
@@ -833,6 +1434,8 @@ def samples() -> dict[str, dict[str, object]]:
     out["victor_hostile_replies"] = {MAIN: replace(release, HOSTILE_REPLIES)}
     out["walter_forks_children"] = {SMALL: replace(small, TREE_HOGS)}
     out["mallet_files_under_alice"] = {IMPERSONATION.removeprefix("week6/").removesuffix(".ipynb"): release}
+    for student in ATTACKS:
+        out[student] = {SMALL: replace(small, attack_sources(student, untouched(SMALL)))}
     return out
 
 

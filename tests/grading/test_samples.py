@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -129,3 +130,33 @@ def test_sandbox_is_bubblewrap_where_available(graded):
     ran = {k: r for k, r in reports.items() if any(t["status"] != "missing" for t in r["tests"])}
     assert {r["sandbox"] for r in ran.values()} == {expected}
     assert reports["erin_invalid_json/part_b_bert_gpt"]["sandbox"] == "none"
+
+
+def _under_bwrap(reports, student):
+    return next(r for k, r in reports.items() if k.startswith(f"{student}/"))["sandbox"] == "bwrap"
+
+
+def test_the_output_folder_holds_exactly_the_reports(graded):
+    """Forged reports, CSVs and Gradescope files (gina) are not in the output folder,
+    nor planted modules (kevin) in the repository, its samples or its environment."""
+    _, out, reports = graded
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == sorted(
+        ["grades.csv"] + [f"{key}.json" for key in EXPECTED])
+    if not (_under_bwrap(reports, "gina_forges_report_files") and _under_bwrap(reports, "kevin_shadows_torch")):
+        pytest.skip("these samples write only inside the bubblewrap sandbox")
+    for path in out.rglob("*"):
+        assert path.is_dir() or b"forged-by-gina" not in path.read_bytes(), path
+    for student in ("gina_forges_report_files", "kevin_shadows_torch"):
+        assert [p.name for p in (SAMPLES / student).rglob("*") if p.is_file()] == ["part_a_discovery.ipynb"]
+    planted = ("sitecustomize.py", "usercustomize.py", "kevin_shadow.pth", "torch.py")
+    folders = [REPO, REPO / "grades", *sys.path]
+    assert [f"{folder}/{name}" for folder in folders for name in planted
+            if (Path(folder) / name).is_file() and b"torch.allclose" in (Path(folder) / name).read_bytes()] == []
+
+
+def test_printed_scores_do_not_reach_the_grader(graded):
+    """What a student prints (hank: score lines, report-like JSON) stays out of the
+    grader's own output and of every report."""
+    result, out, _ = graded
+    assert "printed-by-hank" not in result.stdout + result.stderr
+    assert all(b"printed-by-hank" not in p.read_bytes() for p in out.rglob("*") if p.is_file())
