@@ -119,6 +119,18 @@ RULES: dict[str, Rule] = {
     "train_epoch": _rule(("Trainer", "TrainingArguments"), "write the loop: forward, backward, clip, step",
                          entry_points=("transformers.trainer:Trainer.train",
                                        "transformers.trainer:Trainer.training_step")),
+    "subsample_balanced": _rule(
+        ("train_test_split", "StratifiedShuffleSplit", "StratifiedKFold"),
+        "draw each class's examples with torch's random functions yourself",
+        entry_points=("sklearn.model_selection._split:train_test_split",
+                      "sklearn.model_selection._split:StratifiedShuffleSplit._iter_indices",
+                      "datasets.arrow_dataset:Dataset.train_test_split"),
+    ),
+    "classify_by_generation": _rule(
+        (*_GENERATE, "pipeline", "TextGenerationPipeline"),
+        "score each label's tokens with one forward pass of the model yourself",
+        entry_points=(*_GENERATION, "transformers.pipelines:pipeline", "transformers.pipelines.base:Pipeline.__call__"),
+    ),
     "lora_linear": _rule(("peft", "LoraConfig", "get_peft_model", "LoraModel"),
                         "build lora_A and lora_B as nn.Parameter yourself"),
     "apply_lora": _rule(("peft", "LoraConfig", "get_peft_model", "LoraModel"),

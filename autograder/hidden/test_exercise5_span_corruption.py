@@ -83,6 +83,7 @@ def test_random_spans_noise_mask_edge_cases(student, device):
         (3, 0.15, 3.0, [0, 0, 1]),                # round(0.45) = 0 noise tokens is raised to 1
         (10, 0.99, 3.0, [0] + [1] * 9),           # round(9.9) = 10 is capped at length - 1
         (10, 0.8, 1.0, (8, 2)),                   # 8 spans wanted, but only 2 kept tokens to separate them
+        (10, 0.3, 0.5, (3, 3)),                   # 6 spans wanted, but only 3 noise tokens to fill them
         (10, 0.15, 3.0, (2, 1)),                  # round(1.5) = 2: halves round to even
         (30, 0.15, 3.0, (4, 1)),                  # round(4.5) = 4, round(4 / 3) = 1
     ]:

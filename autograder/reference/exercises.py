@@ -46,6 +46,11 @@ def subsample_balanced(labels: torch.Tensor | Sequence[int], n: int, seed: int) 
     Returns:
         A LongTensor [n] on the CPU: indices into ``labels``, sorted in increasing
         order, without repetitions. ``labels`` is not modified.
+
+    Not allowed: sklearn or datasets helpers that do the stratified sampling
+    (``train_test_split``, ``StratifiedShuffleSplit``, ``Dataset.train_test_split``).
+
+    Using the global random generator is graded; merely advancing it is not graded.
     """
     labels = torch.as_tensor(labels).reshape(-1).cpu()
     if not 0 <= n <= labels.numel():
@@ -154,6 +159,12 @@ def classify_by_generation(model, tokenizer, reviews: Sequence[str], examples: S
 
     Returns:
         A LongTensor [N] of 0/1 on the CPU (empty for no reviews).
+
+    Not allowed: ``model.generate`` or a ``transformers`` pipeline; call the model yourself.
+
+    Not graded: predictions whose two label log-probabilities lie within 1e-3 of each other
+    (rounding may flip them), how the prompts are batched and padded (only the predictions
+    are compared), and whether the model and the tokenizer are left as they were found.
     """
     ids = _label_token_ids(tokenizer)
     device = next(model.parameters()).device

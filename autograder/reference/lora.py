@@ -44,6 +44,9 @@ class LoRALinear(nn.Module):
     forward(x) for x [..., in_features] returns [..., out_features]:
         base(x) + (dropout(x) @ A^T @ B^T) * scaling
     (the low-rank product is applied right to left: x -> r numbers -> out).
+
+    Not graded: ``merge()``, the dropout of the low-rank path (the tests use dropout 0) and
+    parameters of another dtype than float32.
     """
 
     def __init__(self, base: nn.Linear, r: int, alpha: float, dropout: float = 0.0):

@@ -49,6 +49,8 @@ def clm_loss(
         When nothing is scored (T == 1, or all targets masked) it is 0.0 and
         still differentiable. Equals the ``loss`` a ``transformers`` causal LM
         returns for ``labels = input_ids`` with padding replaced by -100.
+
+    Not graded: gradients.
     """
     targets = input_ids[:, 1:]
     if attention_mask is not None:
@@ -71,5 +73,7 @@ def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         position is labelled. Equals
         ``F.cross_entropy(logits.float().view(-1, V), labels.view(-1), ignore_index=-100)``
         whenever at least one label is set.
+
+    Not graded: gradients.
     """
     return _mean_cross_entropy(logits, labels)

@@ -51,26 +51,23 @@ def mask_tokens(
           everywhere else (the positions the loss ignores);
         - ``masked_ids`` is a copy of the input in which each selected position
           was replaced by ``mask_token_id`` (probability 0.8), by a random id
-          (probability 0.1) or kept (probability 0.1).
+          (probability 0.1) or kept (probability 0.1); every other position is
+          unchanged.
 
-    Randomness, in this order (the order of ``transformers``'
-    ``DataCollatorForLanguageModeling``, so both give identical outputs from the
-    same generator state). Every draw covers the whole [B, T] grid, whatever was
-    selected, so the amount of randomness consumed does not depend on the data:
-
-    1. ``torch.bernoulli`` with probability p (0 at special tokens): selected;
-    2. ``torch.bernoulli(0.8)``: selected and 1  -> [MASK];
-    3. ``torch.bernoulli(0.5)``: selected, not [MASK], and 1 -> random id
-       (half of the remaining 20 %, i.e. 10 % overall);
-    4. ``torch.randint(vocab_size)``: the random ids;
-
-    the selected positions that are neither [MASK] nor random stay unchanged.
+    Randomness: each non-special position is selected independently of the
+    others (and of where the special tokens are) with probability p, and each
+    selected position gets its 80/10/10 outcome and its random id independently.
+    Every random number comes from ``generator``, so the same generator state
+    gives the same output; how many numbers are drawn, and in which order, is
+    up to you.
     """
     device = input_ids.device
     shape = input_ids.shape
     special_ids = torch.as_tensor(list(special_token_ids), dtype=input_ids.dtype, device=device)
     is_special = torch.isin(input_ids, special_ids)
 
+    # Four draws over the whole grid (the order of transformers' DataCollatorForLanguageModeling):
+    # selected; [MASK] (0.8); random among the rest (0.5, i.e. 0.1 overall); the random ids.
     selection_prob = torch.full(shape, mlm_probability, device=device)
     selection_prob.masked_fill_(is_special, 0.0)
     selected = torch.bernoulli(selection_prob, generator=generator).bool()

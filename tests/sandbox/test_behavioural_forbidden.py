@@ -184,6 +184,24 @@ def test_a_collators_method_captured_when_the_cell_ran_trips(worker):
     assert result["tripped"] == ["transformers.DataCollatorForLanguageModeling.torch_mask_tokens"], result
 
 
+# --------------------------------------------------------------------------- exercises 2 and 3
+def test_a_library_stratified_split_captured_when_the_cell_ran_trips(worker):
+    source = ("SPLIT = getattr(importlib.import_module('sklearn.model_selection'), 'train_test_' + 'split')\n"
+              "def f(labels):\n"
+              "    keep, _ = SPLIT(list(range(len(labels))), train_size=4, stratify=labels, random_state=0)\n"
+              "    return sorted(keep)\n")
+    result = watched(worker, "subsample_balanced", source, [0, 1] * 6)
+    assert "sklearn.train_test_split" in result["tripped"], result
+
+
+def test_generating_the_label_word_trips_in_classify_by_generation(worker):
+    source = ("def f(model, ids):\n"
+              "    run = getattr(model, 'gen' + 'erate')\n"
+              "    return run(ids, max_new_tokens=1, do_sample=False)[:, -1]\n")
+    result = watched(worker, "classify_by_generation", source, fixture("decoder_lm", seed=0), PROMPT)
+    assert "transformers.GenerationMixin.generate" in result["tripped"], result
+
+
 # --------------------------------------------------------------------------- tampering
 TAMPERING = {
     "popping the dispatch mode": ("softmax", "def f(x):\n    torch._C._pop_torch_dispatch_stack(None)\n"

@@ -85,3 +85,60 @@ MUTANTS: list[dict[str, object]] = [
 ALTERNATIVES: list[dict[str, object]] = [
     {"top_k_mask_predictions": top_k_by_log_softmax_and_sort},
 ]
+
+
+# ---------------------------------------------------------------- wrong in one clause each
+# Named by the clause tables (autograder/reference/clauses/exercise1_masked_predictions.toml).
+def top_k_one_sequence_without_batch_dim(logits, input_ids, mask_token_id, k=5):
+    if logits.dim() != 2 or input_ids.dim() != 1:
+        raise ValueError("expected logits [T, V] and input_ids [T]")
+    return scoring.top_k_mask_predictions(logits, input_ids, mask_token_id, k)
+
+
+def top_k_default_three(logits, input_ids, mask_token_id, k=3):
+    return scoring.top_k_mask_predictions(logits, input_ids, mask_token_id, k)
+
+
+def top_k_empty_without_columns(logits, input_ids, mask_token_id, k=5):
+    probs, ids = scoring.top_k_mask_predictions(logits, input_ids, mask_token_id, k)
+    return (probs, ids) if len(ids) else (probs.reshape(0), ids.reshape(0))
+
+
+def top_k_naive_softmax(logits, input_ids, mask_token_id, k=5):
+    logits, input_ids = _one_sequence(logits, input_ids)
+    if not 1 <= k <= logits.size(-1):
+        raise ValueError("bad k")
+    rows = logits[(input_ids == mask_token_id).to(logits.device)].float()
+    e = rows.exp()
+    top = (e / e.sum(-1, keepdim=True)).topk(k, dim=-1)
+    return top.values, top.indices
+
+
+def top_k_results_on_cpu(logits, input_ids, mask_token_id, k=5):
+    probs, ids = scoring.top_k_mask_predictions(logits, input_ids, mask_token_id, k)
+    return probs.cpu(), ids.cpu()
+
+
+def top_k_ids_on_their_own_device(logits, input_ids, mask_token_id, k=5):
+    """Indexes the logits with positions on the device of input_ids."""
+    logits, input_ids = _one_sequence(logits, input_ids)
+    if not 1 <= k <= logits.size(-1):
+        raise ValueError("bad k")
+    positions = torch.nonzero(input_ids == mask_token_id).flatten()
+    top = logits.index_select(0, positions).float().softmax(-1).topk(k, dim=-1)
+    return top.values, top.indices
+
+
+# ---------------------------------------------------------------- more correct ones, written differently
+def top_k_by_boolean_rows(logits, input_ids, mask_token_id, k=5):
+    """Selects the [MASK] rows with a boolean mask; probabilities from a float64 log-sum-exp."""
+    logits = logits.squeeze(0) if logits.dim() == 3 else logits
+    input_ids = input_ids.squeeze(0) if input_ids.dim() == 2 else input_ids
+    if not 1 <= k <= logits.size(-1):
+        raise ValueError(f"k must be in [1, {logits.size(-1)}]")
+    rows = logits[(input_ids == mask_token_id).to(logits.device)].double()
+    values, ids = rows.topk(k, dim=-1)
+    return (values - rows.logsumexp(-1, keepdim=True)).exp().float(), ids
+
+
+ALTERNATIVES += [{"top_k_mask_predictions": top_k_by_boolean_rows}]

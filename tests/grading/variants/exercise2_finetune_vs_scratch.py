@@ -77,3 +77,74 @@ MUTANTS: list[dict[str, object]] = [
 ALTERNATIVES: list[dict[str, object]] = [
     {"subsample_balanced": subsample_by_one_shuffle},
 ]
+
+
+# ---------------------------------------------------------------- wrong in one clause each
+# Named by the clause tables (autograder/reference/clauses/exercise2_finetune_vs_scratch.toml).
+def _draw(labels, quota, seed):
+    generator = torch.Generator().manual_seed(seed)
+    chosen = [torch.nonzero(labels == c).flatten()[torch.randperm(int((labels == c).sum()), generator=generator)[:k]]
+              for c, k in quota.items()]
+    return torch.cat(chosen).sort().values if chosen else torch.zeros(0, dtype=torch.long)
+
+
+def subsample_without_redistribution(labels, n, seed):
+    """floor(n / C) or ceil(n / C) per class, capped at the class size: a class that runs out leaves places empty."""
+    labels = torch.as_tensor(labels).reshape(-1)
+    if not 0 <= n <= labels.numel():
+        raise ValueError("n out of range")
+    classes = torch.unique(labels).tolist()
+    share, extra = divmod(n, len(classes))
+    return _draw(labels, {c: min(share + (i < extra), int((labels == c).sum())) for i, c in enumerate(classes)}, seed)
+
+
+def subsample_extras_to_larger_classes(labels, n, seed):
+    labels = torch.as_tensor(labels).reshape(-1)
+    if not 0 <= n <= labels.numel():
+        raise ValueError("n out of range")
+    flipped = labels.max() + labels.min() - labels  # class order reversed, counts unchanged
+    return exercises.subsample_balanced(flipped, n, seed)
+
+
+def subsample_int32(labels, n, seed):
+    return exercises.subsample_balanced(labels, n, seed).int()
+
+
+def subsample_clamps_n(labels, n, seed):
+    return exercises.subsample_balanced(labels, min(max(n, 0), len(labels)), seed)
+
+
+def subsample_sorts_labels_in_place(labels, n, seed):
+    result = exercises.subsample_balanced(labels, n, seed)
+    if isinstance(labels, torch.Tensor):
+        labels.copy_(labels.sort().values)
+    return result
+
+
+def subsample_tensors_only(labels, n, seed):
+    if not 0 <= n <= labels.numel():
+        raise ValueError("n out of range")
+    return exercises.subsample_balanced(labels, n, seed)
+
+
+# ---------------------------------------------------------------- more correct ones, written differently
+def subsample_by_random_keys(labels, n, seed):
+    """Quotas by filling level by level; each class's examples ranked by random keys (uniform subsets)."""
+    labels = torch.tensor(list(labels)) if not isinstance(labels, torch.Tensor) else labels.reshape(-1)
+    if n < 0 or n > labels.numel():
+        raise ValueError("n out of range")
+    classes = labels.unique().tolist()
+    sizes = [int((labels == c).sum()) for c in classes]
+    quota = [0] * len(classes)
+    for _ in range(n):  # the next place goes to the first class (by value) with the fewest taken and room left
+        open_ = [i for i in range(len(classes)) if quota[i] < sizes[i]]
+        quota[min(open_, key=lambda i: (quota[i], i))] += 1
+    keys = torch.rand(labels.numel(), generator=torch.Generator().manual_seed(seed))
+    chosen = []
+    for c, q in zip(classes, quota):
+        members = (labels == c).nonzero().flatten()
+        chosen += members[keys[members].argsort()[:q]].tolist()
+    return torch.tensor(sorted(chosen), dtype=torch.long)
+
+
+ALTERNATIVES += [{"subsample_balanced": subsample_by_random_keys}]

@@ -132,3 +132,72 @@ ALTERNATIVES: list[dict[str, object]] = [
     {"label_log_probs": label_log_probs_by_logsumexp, "classify_by_generation": classify_right_padded_gather},
     {"classify_by_generation": classify_left_padded_with_positions},
 ]
+
+
+# ---------------------------------------------------------------- wrong in one clause each
+# Named by the clause tables (autograder/reference/clauses/exercise3_classification_as_generation.toml).
+def build_prompt_blank_line_without_instruction(review, examples=(), *, instruction=exercises.INSTRUCTION):
+    prompt = exercises.build_prompt(review, examples, instruction=instruction)
+    return prompt if instruction else "\n\n" + prompt
+
+
+def build_prompt_swapped_label_words(review, examples=(), *, instruction=exercises.INSTRUCTION):
+    return exercises.build_prompt(review, [(text, 1 - int(label)) for text, label in examples],
+                                  instruction=instruction)
+
+
+def build_prompt_default_instruction(review, examples=(), *, instruction=exercises.INSTRUCTION):
+    return exercises.build_prompt(review, examples, instruction=exercises.INSTRUCTION if instruction else "")
+
+
+def label_log_probs_sorted_ids(last_logits, label_token_ids):
+    ids = torch.as_tensor(label_token_ids, dtype=torch.long).reshape(-1).sort().values
+    return exercises.label_log_probs(last_logits, ids)
+
+
+def label_log_probs_on_cpu(last_logits, label_token_ids):
+    return exercises.label_log_probs(last_logits, label_token_ids).cpu()
+
+
+def classify_ignores_examples(model, tokenizer, reviews, examples=(), batch_size=8):
+    return exercises.classify_by_generation(model, tokenizer, reviews, (), batch_size)
+
+
+def classify_as_floats(model, tokenizer, reviews, examples=(), batch_size=8):
+    return exercises.classify_by_generation(model, tokenizer, reviews, examples, batch_size).float()
+
+
+def classify_empty_as_floats(model, tokenizer, reviews, examples=(), batch_size=8):
+    if not reviews:
+        return torch.tensor([])
+    return exercises.classify_by_generation(model, tokenizer, reviews, examples, batch_size)
+
+
+# ---------------------------------------------------------------- more correct ones, written differently
+def build_prompt_by_lines(review, examples=(), *, instruction=exercises.INSTRUCTION):
+    """Blocks joined by blank lines instead of each block carrying its own."""
+    words = {0: "negative", 1: "positive"}
+    blocks = ([instruction] if instruction else []) + [f"Review: {text}\nSentiment: {words[int(label)]}"
+                                                       for text, label in examples]
+    return "\n\n".join(blocks + [f"Review: {review}\nSentiment:"])
+
+
+def build_prompt_by_concatenation(review, examples=(), *, instruction=exercises.INSTRUCTION):
+    prompt = instruction + "\n\n" if instruction != "" else ""
+    for text, label in examples:
+        prompt += "Review: " + text + "\nSentiment: " + ("positive" if int(label) == 1 else "negative") + "\n\n"
+    return prompt + "Review: " + review + "\nSentiment:"
+
+
+def label_log_probs_shifted_by_max(last_logits, label_token_ids):
+    x = last_logits.float()
+    shifted = x - x.max(dim=-1, keepdim=True).values
+    log_z = shifted.exp().sum(-1, keepdim=True).log()
+    ids = torch.as_tensor(label_token_ids).reshape(-1).long().to(x.device)
+    return shifted.index_select(-1, ids) - log_z
+
+
+ALTERNATIVES += [
+    {"build_prompt": build_prompt_by_lines, "label_log_probs": label_log_probs_shifted_by_max},
+    {"build_prompt": build_prompt_by_concatenation},
+]

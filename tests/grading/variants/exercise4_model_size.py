@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 
+import torch
 from torch import nn
 
 from autograder.reference import exercises
@@ -104,4 +105,70 @@ MUTANTS: list[dict[str, object]] = [
 
 ALTERNATIVES: list[dict[str, object]] = [
     {"truncate_encoder": truncate_from_config, "count_encoder_parameters": count_by_pointer},
+]
+
+
+# ---------------------------------------------------------------- wrong in one clause each
+# Named by the clause tables (autograder/reference/clauses/exercise4_model_size.toml).
+def truncate_returns_the_encoder(model, num_layers):
+    return exercises.truncate_encoder(model, num_layers).base_model
+
+
+def truncate_shares_parameters(model, num_layers):
+    """A new model, but holding the very parameter tensors of the original."""
+    new = exercises.truncate_encoder(model, num_layers)
+    new.load_state_dict({k: v for k, v in model.state_dict().items() if k in new.state_dict()}, assign=True)
+    return new
+
+
+def training_flops_int(n_params, n_tokens):
+    return 6 * n_params * n_tokens
+
+
+def count_as_tensors(model):
+    return {key: torch.tensor(value) for key, value in exercises.count_encoder_parameters(model).items()}
+
+
+def count_through_bert_attribute(model):
+    """Reaches the encoder as ``model.bert``, which a bare BertModel does not have."""
+    seen, counts = set(), {}
+    for part, module in (("embeddings", model.bert.embeddings), ("encoder", model.bert.encoder), ("head", model)):
+        counts[part] = sum(p.numel() for p in module.parameters() if id(p) not in seen and not seen.add(id(p)))
+    return {**counts, "total": sum(counts.values())}
+
+
+# ---------------------------------------------------------------- more correct ones, written differently
+def truncate_by_deleting_layers(model, num_layers):
+    depth = len(model.base_model.encoder.layer)
+    if num_layers < 1 or num_layers > depth:
+        raise ValueError(f"num_layers must be in [1, {depth}]")
+    new = copy.deepcopy(model)
+    del new.base_model.encoder.layer[num_layers:]
+    new.config.num_hidden_layers = num_layers
+    return new
+
+
+def training_flops_forward_and_backward(n_params, n_tokens):
+    forward, backward = 2.0 * n_params * n_tokens, 4.0 * n_params * n_tokens
+    return forward + backward
+
+
+def training_flops_in_floats(n_params, n_tokens):
+    return 6.0 * float(n_params) * float(n_tokens)
+
+
+def count_by_parameter_names(model):
+    """Prefixes of the (deduplicated) parameter names: a tied tensor is named once, where first met."""
+    prefix = "" if model.base_model is model else f"{model.base_model_prefix}."
+    counts = {"embeddings": 0, "encoder": 0, "head": 0}
+    for name, p in model.named_parameters():
+        part = next((part for part in ("embeddings", "encoder") if name.startswith(f"{prefix}{part}.")), "head")
+        counts[part] += p.numel()
+    return {**counts, "total": sum(counts.values())}
+
+
+ALTERNATIVES += [
+    {"truncate_encoder": truncate_by_deleting_layers, "training_flops": training_flops_forward_and_backward,
+     "count_encoder_parameters": count_by_parameter_names},
+    {"training_flops": training_flops_in_floats},
 ]

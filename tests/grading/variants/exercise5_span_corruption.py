@@ -1,6 +1,8 @@
 """Stand-in students for the hidden suite of exercise 5 (T5's span corruption)."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 from autograder.reference import span_corruption
@@ -66,4 +68,169 @@ MUTANTS: list[dict[str, object]] = [
 
 ALTERNATIVES: list[dict[str, object]] = [
     {"random_spans_noise_mask": noise_mask_by_cut_points},
+]
+
+
+# ---------------------------------------------------------------- wrong in one clause each
+# Named by the clause tables (autograder/reference/clauses/exercise5_span_corruption.toml).
+def _mask_from_counts(num_noise, num_kept, num_spans, generator, device, *, noise_first=False):
+    noise = span_corruption._random_segmentation(num_noise, num_spans, generator, device)
+    kept = span_corruption._random_segmentation(num_kept, num_spans, generator, device)
+    runs = torch.stack([noise, kept] if noise_first else [kept, noise], dim=1).flatten()
+    pattern = torch.arange(2 * num_spans, device=device) % 2 == (0 if noise_first else 1)
+    return pattern.repeat_interleave(runs)
+
+
+def _counts(length, noise_density, mean_span_length, *, clip=True, cap=True, rounding=round):
+    num_noise = rounding(length * noise_density)
+    if clip:
+        num_noise = min(max(num_noise, 1), length - 1)
+    num_spans = max(rounding(num_noise / mean_span_length), 1)
+    if cap:
+        num_spans = min(num_spans, num_noise, length - num_noise)
+    return num_noise, length - num_noise, num_spans
+
+
+def _noise_mask(length, noise_density, mean_span_length, generator, *, noise_first=False, **rule):
+    if length < 2:
+        raise ValueError("length must be >= 2")
+    device = generator.device if generator is not None else torch.device("cpu")
+    counts = _counts(length, noise_density, mean_span_length, **rule)
+    return _mask_from_counts(*counts, generator, device, noise_first=noise_first)
+
+
+def noise_mask_without_clipping(length, *, noise_density=0.15, mean_span_length=3.0, generator=None):
+    return _noise_mask(length, noise_density, mean_span_length, generator, clip=False)
+
+
+def noise_mask_spans_not_capped(length, *, noise_density=0.15, mean_span_length=3.0, generator=None):
+    return _noise_mask(length, noise_density, mean_span_length, generator, cap=False)
+
+
+def noise_mask_rounds_half_up(length, *, noise_density=0.15, mean_span_length=3.0, generator=None):
+    return _noise_mask(length, noise_density, mean_span_length, generator, rounding=lambda x: math.floor(x + 0.5))
+
+
+def noise_mask_starts_with_noise(length, *, noise_density=0.15, mean_span_length=3.0, generator=None):
+    return _noise_mask(length, noise_density, mean_span_length, generator, noise_first=True)
+
+
+def noise_mask_global_rng(length, *, noise_density=0.15, mean_span_length=3.0, generator=None):
+    device = generator.device if generator is not None else torch.device("cpu")
+    return span_corruption.random_spans_noise_mask(length, noise_density=noise_density,
+                                                   mean_span_length=mean_span_length).to(device)
+
+
+def noise_mask_without_length_check(length, *, noise_density=0.15, mean_span_length=3.0, generator=None):
+    if length < 2:
+        return torch.zeros(length, dtype=torch.bool)
+    return span_corruption.random_spans_noise_mask(length, noise_density=noise_density,
+                                                   mean_span_length=mean_span_length, generator=generator)
+
+
+def noise_mask_on_cpu(length, **kwargs):
+    return span_corruption.random_spans_noise_mask(length, **kwargs).cpu()
+
+
+def span_corrupt_eos_on_targets_only(token_ids, noise_mask, *, sentinel_ids, eos_id=None):
+    inputs, targets = span_corruption.span_corrupt(token_ids, noise_mask, sentinel_ids=sentinel_ids, eos_id=eos_id)
+    return (inputs[:-1], targets) if eos_id is not None else (inputs, targets)
+
+
+def span_corrupt_reuses_the_last_sentinel(token_ids, noise_mask, *, sentinel_ids, eos_id=None):
+    """Repeats the last sentinel id when there are too few, instead of raising ValueError."""
+    sentinels = list(torch.as_tensor(sentinel_ids).flatten().tolist())
+    return span_corruption.span_corrupt(token_ids, noise_mask, sentinel_ids=sentinels + sentinels[-1:] * len(token_ids),
+                                        eos_id=eos_id)
+
+
+def span_corrupt_int32(token_ids, noise_mask, *, sentinel_ids, eos_id=None):
+    inputs, targets = span_corruption.span_corrupt(token_ids, noise_mask, sentinel_ids=sentinel_ids, eos_id=eos_id)
+    return inputs.int(), targets.int()
+
+
+def span_corrupt_nothing_without_noise(token_ids, noise_mask, *, sentinel_ids, eos_id=None):
+    """No noise: the targets are left empty (eos only) instead of holding the first sentinel."""
+    inputs, targets = span_corruption.span_corrupt(token_ids, noise_mask, sentinel_ids=sentinel_ids, eos_id=eos_id)
+    if not bool(noise_mask.any()):
+        targets = targets[1:]
+    return inputs, targets
+
+
+def span_corrupt_on_cpu(token_ids, noise_mask, **kwargs):
+    inputs, targets = span_corruption.span_corrupt(token_ids, noise_mask, **kwargs)
+    return inputs.cpu(), targets.cpu()
+
+
+# ---------------------------------------------------------------- more correct ones, written differently
+def noise_mask_by_random_keys(length, *, noise_density=0.15, mean_span_length=3.0, generator=None):
+    """Cut points from sorting random keys of the gaps (other draws than the reference)."""
+    if length < 2:
+        raise ValueError("length must be >= 2")
+    device = generator.device if generator is not None else torch.device("cpu")
+    num_noise = min(max(round(length * noise_density), 1), length - 1)
+    num_spans = min(max(round(num_noise / mean_span_length), 1), num_noise, length - num_noise)
+
+    def split(n):
+        cuts = torch.rand(n - 1, generator=generator, device=device).argsort()[: num_spans - 1].sort().values + 1
+        bounds = torch.cat([cuts.new_zeros(1), cuts, cuts.new_full((1,), n)])
+        return bounds.diff()
+
+    noise, kept = split(num_noise), split(length - num_noise)
+    mask = []
+    for k, m in zip(kept.tolist(), noise.tolist()):
+        mask += [False] * k + [True] * m
+    return torch.tensor(mask, dtype=torch.bool, device=device)
+
+
+def span_corrupt_token_by_token(token_ids, noise_mask, *, sentinel_ids, eos_id=None):
+    sentinels = torch.as_tensor(sentinel_ids).flatten().tolist()
+    inputs, targets, span, previous = [], [], 0, False
+    for token, noise in zip(token_ids.tolist(), noise_mask.tolist()):
+        if noise and not previous:
+            if span >= len(sentinels):
+                raise ValueError("too few sentinel ids")
+            inputs.append(sentinels[span])
+            targets.append(sentinels[span])
+            span += 1
+        (targets if noise else inputs).append(token)
+        previous = noise
+    if span >= len(sentinels):
+        raise ValueError("too few sentinel ids")
+    targets.append(sentinels[span])
+    if eos_id is not None:
+        inputs.append(eos_id)
+        targets.append(eos_id)
+    as_tensor = dict(dtype=token_ids.dtype, device=token_ids.device)
+    return torch.tensor(inputs, **as_tensor), torch.tensor(targets, **as_tensor)
+
+
+def span_corrupt_by_runs(token_ids, noise_mask, *, sentinel_ids, eos_id=None):
+    """unique_consecutive gives the runs; each noise run becomes its sentinel."""
+    sentinels = torch.as_tensor(sentinel_ids).flatten().to(device=token_ids.device, dtype=token_ids.dtype)
+    noise_mask = noise_mask.to(token_ids.device).bool()
+    values, counts = torch.unique_consecutive(noise_mask, return_counts=True)
+    if int(values.sum()) + 1 > len(sentinels):
+        raise ValueError("too few sentinel ids")
+    inputs, targets, start, span = [], [], 0, 0
+    for is_noise, count in zip(values.tolist(), counts.tolist()):
+        run = token_ids[start:start + count]
+        if is_noise:
+            inputs.append(sentinels[span:span + 1])
+            targets += [sentinels[span:span + 1], run]
+            span += 1
+        else:
+            inputs.append(run)
+        start += count
+    targets.append(sentinels[span:span + 1])
+    if eos_id is not None:
+        eos = token_ids.new_full((1,), eos_id)
+        inputs.append(eos)
+        targets.append(eos)
+    return torch.cat(inputs) if inputs else token_ids[:0], torch.cat(targets)
+
+
+ALTERNATIVES += [
+    {"random_spans_noise_mask": noise_mask_by_random_keys, "span_corrupt": span_corrupt_token_by_token},
+    {"span_corrupt": span_corrupt_by_runs},
 ]
