@@ -105,6 +105,13 @@ ATTENTION_ROUTES = {
                                                "    return torch.softmax(scores, -1) @ v\n",
     "nn.MultiheadAttention": "def f(q, k, v):\n"
                              "    return nn.MultiheadAttention(6, 2, batch_first=True).eval()(q, k, v)[0]\n",
+    "aten operator": "def f(q, k, v):\n    return torch.ops.aten.scaled_dot_product_attention(q, k, v)\n",
+    "partial": "def f(q, k, v):\n    return functools.partial(F.scaled_dot_product_attention, is_causal=True)(q, k, v)\n",
+    "importlib": "def f(q, k, v):\n"
+                 "    return importlib.import_module('torch.nn.' + 'functional').scaled_dot_product_attention(q, k, v)\n",
+    "exec": "def f(q, k, v):\n    scope = {'q': q, 'k': k, 'v': v}\n"
+            "    exec('import torch\\nout = torch.nn.functional.scaled_dot_product_attention(q, k, v)', scope)\n"
+            "    return scope['out']\n",
 }
 
 
@@ -182,6 +189,103 @@ def test_a_collators_method_captured_when_the_cell_ran_trips(worker):
               "def f(ids):\n    return MASK(ids.clone())\n")
     result = watched(worker, "mask_tokens", source, torch.randint(5, 32, (2, 8)))
     assert result["tripped"] == ["transformers.DataCollatorForLanguageModeling.torch_mask_tokens"], result
+
+
+# --------------------------------------------------------------------------- schedules and warpers
+SCHEDULE_ROUTES = {
+    "direct": "def f(step):\n"
+              "    from transformers import get_linear_schedule_with_warmup\n"
+              "    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)\n"
+              "    schedule = get_linear_schedule_with_warmup(optimizer, 2, 10)\n"
+              "    return schedule.lr_lambdas[0](step)\n",
+    "the multiplier by an assembled name": "def f(step):\n"
+              "    module = importlib.import_module('transformers.optimization')\n"
+              "    lam = getattr(module, '_get_linear_schedule_with_warmup_' + 'lr_lambda')\n"
+              "    return lam(step, num_warmup_steps=2, num_training_steps=10)\n",
+    "captured at definition": "from transformers import optimization as _opt\n"
+                              "LAM = functools.partial(_opt._get_linear_schedule_with_warmup_lr_lambda,\n"
+                              "                        num_warmup_steps=2, num_training_steps=10)\n"
+                              "def f(step):\n    return LAM(step)\n",
+    "get_scheduler": "def f(step):\n"
+                     "    from transformers import get_scheduler\n"
+                     "    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)\n"
+                     "    return get_scheduler('linear', optimizer, num_warmup_steps=2, num_training_steps=10)"
+                     ".lr_lambdas[0](step)\n",
+    "exec": "def f(step):\n    scope = {'step': step}\n"
+            "    exec('from transformers.optimization import _get_linear_schedule_with_warmup_lr_lambda as g\\n'\n"
+            "         'y = g(step, num_warmup_steps=2, num_training_steps=10)', scope)\n    return scope['y']\n",
+    "a lambda kept from the optimizer's schedule": "import transformers\n"
+              "_SCHED = transformers.get_linear_schedule_with_warmup(\n"
+              "    torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0), 2, 10)\n"
+              "def f(step):\n    return _SCHED.lr_lambdas[0](step)\n",
+}
+
+
+@pytest.mark.parametrize("route", SCHEDULE_ROUTES)
+def test_every_route_to_the_librarys_linear_schedule_trips(worker, route):
+    result = watched(worker, "linear_warmup_decay", SCHEDULE_ROUTES[route], 5)
+    assert result["tripped"] and not result["tampered"], result
+    assert result["value"] == pytest.approx(5 / 8)
+
+
+def test_a_hand_written_schedule_is_not_a_shortcut(worker):
+    source = "def f(step):\n    return step / 2 if step < 2 else max(0.0, (10 - step) / 8)\n"
+    result = watched(worker, "linear_warmup_decay", source, 5)
+    assert (result["tripped"], result["tampered"], result["value"]) == ([], [], 5 / 8)
+
+
+WARPER_ROUTES = {
+    "direct": "def f(ids, scores):\n    from transformers import TopKLogitsWarper\n"
+              "    return TopKLogitsWarper(2)(ids, scores)\n",
+    "assembled name": "def f(ids, scores):\n    import transformers\n"
+                      "    return getattr(transformers, 'TopK' + 'LogitsWarper')(2)(ids, scores)\n",
+    "captured at definition": "from transformers import TopPLogitsWarper as _P\nWARP = _P(0.5)\n"
+                              "def f(ids, scores):\n    return WARP(ids, scores)\n",
+    "partial": "def f(ids, scores):\n    from transformers import TopKLogitsWarper\n"
+               "    return functools.partial(TopKLogitsWarper(2).__call__, ids)(scores)\n",
+    "subclass": "from transformers import TopKLogitsWarper\n"
+                "class Mine(TopKLogitsWarper):\n    def __call__(self, ids, scores):\n"
+                "        return super().__call__(ids, scores)\n"
+                "def f(ids, scores):\n    return Mine(2)(ids, scores)\n",
+    "importlib": "def f(ids, scores):\n"
+                 "    module = importlib.import_module('transformers.generation.logits_' + 'process')\n"
+                 "    return module.TemperatureLogitsWarper(0.5)(ids, scores)\n",
+}
+
+
+@pytest.mark.parametrize("route", WARPER_ROUTES)
+def test_every_route_to_a_library_logits_warper_trips(worker, route):
+    result = watched(worker, "sample_next_token", WARPER_ROUTES[route], PROMPT, torch.randn(2, 10))
+    assert result["tripped"] and not result["tampered"], result
+
+
+COLLATOR_SETUP = ("from transformers import DataCollatorForLanguageModeling\n"
+                  "class Vocabulary:\n"
+                  "    mask_token, mask_token_id, pad_token, pad_token_id = '[MASK]', 4, '[PAD]', 0\n"
+                  "    def __len__(self):\n        return 32\n"
+                  "    def convert_tokens_to_ids(self, token):\n        return 4\n"
+                  "    def get_special_tokens_mask(self, ids, already_has_special_tokens=True):\n"
+                  "        return [int(i < 5) for i in ids]\n"
+                  "    def pad(self, examples, **options):\n"
+                  "        return {'input_ids': torch.stack([e['input_ids'] for e in examples])}\n"
+                  "def collator():\n    return DataCollatorForLanguageModeling(Vocabulary(), mlm_probability=0.5)\n")
+COLLATOR_ROUTES = {
+    "the collator called on a batch": "def f(ids):\n    return collator()([{'input_ids': row} for row in ids])\n",
+    "assembled name": "def f(ids):\n    return getattr(collator(), 'torch_' + 'mask_tokens')(ids.clone())\n",
+    "partial": "def f(ids):\n    return functools.partial(collator().torch_mask_tokens)(ids.clone())\n",
+    "subclass": "class Mine(DataCollatorForLanguageModeling):\n"
+                "    def torch_mask_tokens(self, inputs, special_tokens_mask=None):\n"
+                "        return super().torch_mask_tokens(inputs, special_tokens_mask)\n"
+                "def f(ids):\n    return Mine(Vocabulary(), mlm_probability=0.5).torch_mask_tokens(ids.clone())\n",
+    "exec": "def f(ids):\n    scope = {'ids': ids, 'c': collator()}\n"
+            "    exec('y = c.torch_mask_tokens(ids.clone())', scope)\n    return scope['y']\n",
+}
+
+
+@pytest.mark.parametrize("route", COLLATOR_ROUTES)
+def test_every_route_to_the_library_collator_trips(worker, route):
+    result = watched(worker, "mask_tokens", COLLATOR_SETUP + COLLATOR_ROUTES[route], torch.randint(5, 32, (2, 8)))
+    assert "transformers.DataCollatorForLanguageModeling.torch_mask_tokens" in result["tripped"], result
 
 
 # --------------------------------------------------------------------------- exercises 2 and 3
