@@ -288,6 +288,85 @@ def test_every_route_to_the_library_collator_trips(worker, route):
     assert "transformers.DataCollatorForLanguageModeling.torch_mask_tokens" in result["tripped"], result
 
 
+# --------------------------------------------------------------------------- the fill-mask pipeline
+# A word-level tokenizer with BERT's special tokens over bert_mlm's 64 ids.
+FILL_MASK_SETUP = ("from tokenizers import Tokenizer, models as _models, pre_tokenizers as _pre\n"
+                   "import transformers\n"
+                   "from transformers import PreTrainedTokenizerFast, FillMaskPipeline\n"
+                   "_WORDS = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + [f'w{i}' for i in range(59)]\n"
+                   "_core = Tokenizer(_models.WordLevel({w: i for i, w in enumerate(_WORDS)}, unk_token='[UNK]'))\n"
+                   "_core.pre_tokenizer = _pre.WhitespaceSplit()\n"
+                   "TOK = PreTrainedTokenizerFast(tokenizer_object=_core, pad_token='[PAD]', unk_token='[UNK]',\n"
+                   "                              mask_token='[MASK]', cls_token='[CLS]', sep_token='[SEP]')\n"
+                   "TEXT = 'w1 w2 [MASK] w3'\n"
+                   "def tokens(results):\n    return [r['token'] for r in results]\n")
+FILL_MASK_ROUTES = {
+    "pipeline('fill-mask')": "def f(model):\n"
+                             "    return tokens(transformers.pipeline('fill-mask', model=model, tokenizer=TOK)(TEXT, top_k=2))\n",
+    "the pipeline class": "def f(model):\n    return tokens(FillMaskPipeline(model=model, tokenizer=TOK)(TEXT, top_k=2))\n",
+    "assembled name": "def f(model):\n    make = getattr(transformers, 'pipe' + 'line')\n"
+                      "    return tokens(make('fill-' + 'mask', model=model, tokenizer=TOK)(TEXT, top_k=2))\n",
+    "partial": "def f(model):\n    make = functools.partial(transformers.pipeline, 'fill-mask')\n"
+               "    return tokens(make(model=model, tokenizer=TOK)(TEXT, top_k=2))\n",
+    "its postprocess alone": "def f(model):\n    fill = FillMaskPipeline(model=model, tokenizer=TOK)\n"
+                            "    with torch.no_grad():\n"
+                            "        out = fill._forward(fill.preprocess(TEXT))\n"
+                            "    return tokens(fill.postprocess(out, top_k=2))\n",
+    "exec": "def f(model):\n    scope = {'m': model, 'TOK': TOK, 'TEXT': TEXT}\n"
+            "    exec('import transformers\\nr = transformers.pipeline(\"fill-mask\", model=m, tokenizer=TOK)(TEXT)', scope)\n"
+            "    return tokens(scope['r'])\n",
+}
+
+
+@pytest.mark.parametrize("route", FILL_MASK_ROUTES)
+def test_every_route_to_the_fill_mask_pipeline_trips(worker, route):
+    result = watched(worker, "top_k_mask_predictions", FILL_MASK_SETUP + FILL_MASK_ROUTES[route],
+                     fixture("bert_mlm", seed=0))
+    assert result["tripped"] and not result["tampered"], result
+
+
+def test_top_k_of_the_models_own_logits_is_not_a_shortcut(worker):
+    source = FILL_MASK_SETUP + ("def f(model):\n"
+                                "    ids = TOK(TEXT, return_tensors='pt').input_ids\n"
+                                "    with torch.no_grad():\n"
+                                "        logits = model(input_ids=ids).logits\n"
+                                "    row = logits[ids == TOK.mask_token_id]\n"
+                                "    return (row - row.logsumexp(-1, keepdim=True)).exp().topk(2).indices[0].tolist()\n")
+    result = watched(worker, "top_k_mask_predictions", source, fixture("bert_mlm", seed=0))
+    assert (result["tripped"], result["tampered"]) == ([], [])
+
+
+# --------------------------------------------------------------------------- Trainer
+TRAINER_SETUP = ("import transformers\n"
+                 "from transformers import Trainer, TrainingArguments\n"
+                 "class Rows(torch.utils.data.Dataset):\n"
+                 "    def __len__(self):\n        return 4\n"
+                 "    def __getitem__(self, i):\n"
+                 "        return {'input_ids': torch.tensor([1, 2, 3]), 'labels': torch.tensor(i % 3)}\n"
+                 "def arguments():\n"
+                 "    return TrainingArguments(output_dir='/tmp/trainer', per_device_train_batch_size=2,\n"
+                 "                             num_train_epochs=1, report_to=[], use_cpu=True, save_strategy='no',\n"
+                 "                             logging_strategy='no', disable_tqdm=True)\n"
+                 "BATCH = {'input_ids': torch.tensor([[1, 2, 3], [4, 5, 6]]), 'labels': torch.tensor([0, 1])}\n")
+TRAINER_ROUTES = {
+    "Trainer.train": "def f(model):\n    Trainer(model=model, args=arguments(), train_dataset=Rows()).train()\n"
+                     "    return 1\n",
+    "assembled name": "def f(model):\n    make = getattr(transformers, 'Tra' + 'iner')\n"
+                      "    make(model=model, args=arguments(), train_dataset=Rows()).train()\n    return 1\n",
+    "its training step alone": "def f(model):\n    trainer = Trainer(model=model.train(), args=arguments())\n"
+                               "    return float(trainer.training_step(model, dict(BATCH)))\n",
+    "subclass": "class Mine(Trainer):\n    def training_step(self, *args, **kwargs):\n"
+                "        return super().training_step(*args, **kwargs)\n"
+                "def f(model):\n    Mine(model=model, args=arguments(), train_dataset=Rows()).train()\n    return 1\n",
+}
+
+
+@pytest.mark.parametrize("route", TRAINER_ROUTES)
+def test_every_route_to_the_trainer_trips(worker, route):
+    result = watched(worker, "train_epoch", TRAINER_SETUP + TRAINER_ROUTES[route], fixture("bert_classifier", seed=0))
+    assert result["tripped"] and not result["tampered"], result
+
+
 # --------------------------------------------------------------------------- exercises 2 and 3
 def test_a_library_stratified_split_captured_when_the_cell_ran_trips(worker):
     source = ("SPLIT = getattr(importlib.import_module('sklearn.model_selection'), 'train_test_' + 'split')\n"
