@@ -12,7 +12,9 @@ module and the hidden suite. Everything else must follow from them:
 - ``python -m autograder grade`` gives a student whose notebook is filled in the way the
   samples are (``data/sample_submissions/build.py``) full marks, the two new points
   included, and a student who counts the False entries loses exactly the two points of
-  ``test_count_masked``, with messages that name the function.
+  ``test_count_masked``, with messages that name the function;
+- the contract meta-tests fail until the function's clause table, its one-clause mutants
+  and two alternative implementations are added (two more files), and pass after.
 
 The copy is a git repository of its own, so ``git status`` says which files were edited
 by hand and which were regenerated. About half a minute (marked slow): nbgrader generates
@@ -48,6 +50,9 @@ NOTEBOOK = f"solutions/week6/{STEM}.ipynb"
 REFERENCE = "autograder/reference/span_corruption.py"
 SUITE = f"autograder/hidden/test_{STEM}.py"
 HAND_EDITED = {NOTEBOOK, REFERENCE, SUITE}
+# The two edits that keep the test suite green: the contract, clause by clause, and its stand-ins.
+CLAUSES = f"autograder/reference/clauses/{STEM}.toml"
+VARIANTS = f"tests/grading/variants/{STEM}.py"
 # Where regeneration may write, and what it must have rewritten for this function.
 DERIVED_PLACES = ("README.md", "assignments/week6/", "handouts/week6.md", "handouts/week6.html",
                   "handouts/grading_map.md", "data/sample_submissions/")
@@ -98,6 +103,42 @@ def test_count_masked_edge_cases(student):
              torch.zeros(4, dtype=torch.bool), "a mask of True entries only": torch.ones(2, 3, dtype=torch.bool)}}
     for name, mask in masks.items():
         expect_equal(student.call(mask), span_corruption.count_masked(mask), what=f"count_masked of {{name}}")
+'''
+CLAUSE_TABLE = f'''
+[[{NAME}]]
+id = "counts_true"
+clause = "returns the number of True entries of mask, for any shape"
+test = "test_{NAME}_random_masks"
+mutant = "{NAME}_counts_false"
+
+[[{NAME}]]
+id = "edge_cases"
+clause = "an empty mask and a mask without True entries count 0"
+test = "test_{NAME}_edge_cases"
+mutant = "{NAME}_at_least_one"
+'''
+# Appended to the notebook's variants module: the mutants the table names, and two correct
+# implementations written differently from the reference, added to ALTERNATIVES.
+STAND_INS = f'''
+
+
+def {NAME}_counts_false(mask):
+    return int((~mask).sum())
+
+
+def {NAME}_at_least_one(mask):
+    return max(1, int(mask.sum()))
+
+
+def {NAME}_by_nonzero(mask):
+    return int(mask.count_nonzero())
+
+
+def {NAME}_by_loop(mask):
+    return sum(1 for value in mask.flatten().tolist() if value)
+
+
+ALTERNATIVES += [{{"{NAME}": {NAME}_by_nonzero}}, {{"{NAME}": {NAME}_by_loop}}]
 '''
 # Run in the copy: the two students' notebooks, filled in by the samples' own build
 # (its solved(): the release with every solution cell taken from the source notebook).
@@ -248,6 +289,16 @@ def test_a_function_added_in_three_files_is_regenerated_and_graded(tmp_path):
     failed = [test for test in wrong["tests"] if test["status"] != "passed"]
     assert {test["grade_id"] for test in failed} == {f"test_{NAME}"}, failed
     assert all(test["status"] == "failed" and NAME in test["message"] for test in failed), failed
+
+    # The contract meta-test asks for the clause table; with it and the stand-ins, it passes.
+    meta_tests = ("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/grading/test_clauses.py",
+                  "tests/grading/test_suites.py", "-k", STEM)
+    without = in_copy(copy, *meta_tests, timeout=600)
+    assert without.returncode != 0 and NAME in without.stdout, log(without)
+    append(copy, CLAUSES, CLAUSE_TABLE)
+    append(copy, VARIANTS, STAND_INS)
+    with_contract = in_copy(copy, *meta_tests, timeout=600)
+    assert with_contract.returncode == 0, log(with_contract)
 
 
 # ------------------------------------------------------------------------------ what is derived

@@ -108,6 +108,18 @@ def test_variants_exist_and_name_student_definitions(stem):
     assert module.MUTANTS, f"{module.__name__}: MUTANTS needs at least one round"
 
 
+@pytest.mark.parametrize("stem", STEMS)
+def test_every_graded_function_has_two_alternative_implementations(stem):
+    """A suite that accepts only the reference's way is unfair to every other correct solution:
+    each graded function and class has at least two correct variants written differently."""
+    module = variants.of(stem)
+    counts = {name: sum(name in variant_round for variant_round in getattr(module, "ALTERNATIVES", []))
+              for name in graded_definitions(COURSE.notebook(stem))}
+    short = {name: count for name, count in counts.items() if count < 2}
+    assert not short, (f"{module.__name__}.ALTERNATIVES: fewer than two correct variants of {short} "
+                       "(rounds that name each); add implementations written differently from the reference")
+
+
 def test_every_variants_module_belongs_to_an_auto_graded_notebook():
     assert not set(variants.stems()) - set(STEMS), (
         f"variants modules without an auto-graded notebook: {sorted(set(variants.stems()) - set(STEMS))}")
