@@ -49,6 +49,7 @@ from pathlib import Path
 
 from .config import GradingConfig
 from .device import DEVICES, DeviceUnavailable
+from .draws import describe
 from .intake import ConfigurationError, IntakeError, Submission, collect, read_regular_file
 from .notebook import REPO
 from .progress import Progress as _Progress
@@ -97,7 +98,7 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
     if not mine:
         print("No notebooks found to grade" + (f" in shard {index}/{count}." if count > 1 else "."), file=sys.stderr)
         return EXIT_OK
-    stamp = {"schema_version": SCHEMA_VERSION, "grader_version": __version__, "suite_hash": suite_hash(),
+    stamp = {"schema_version": SCHEMA_VERSION, "grader_version": __version__, "suite_hash": suite_hash(config.secret),
              "device": device}
 
     def record(sub: Submission, report: Report, digest: str | None) -> Report:
@@ -126,6 +127,7 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
             todo.append((sub, digest))
 
     skipped = sum(1 for s in mine if s.problem is None) - len(todo)
+    print(describe(config.secret), file=sys.stderr)
     print(f"Grading {len(todo)} notebook(s) with {jobs} job(s) on device '{device}'"
           + (f", shard {index}/{count}" if count > 1 else "")
           + (f"; {skipped} already graded (--force grades them again)" if skipped else "")

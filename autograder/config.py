@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .device import DeviceUnavailable, resolve_device
+from .draws import course_secret
 from .intake import ConfigurationError
 from .notebook import REPO
 from .sandbox.limits import GiB, MiB, ResourceLimits
@@ -62,13 +63,18 @@ class GradingConfig:
     zygote: bool = True
     # The run's zygote pool (its Unix socket), set while one runs (session.zygote_pool); not an option.
     zygote_address: str | None = None
+    # The course secret that gives each student hidden inputs of their own (draws.py); None: the public seeds.
+    # Read by build() from $WEEK6_GRADING_SECRET or .grading-secret; never printed, never sent to a worker.
+    secret: str | None = dataclasses.field(default=None, repr=False)
 
     @classmethod
     def build(cls, *, device: str = "auto", **fields) -> GradingConfig:
-        """A config with ``device`` ("auto", "cpu" or "cuda") resolved on this machine.
+        """A config with ``device`` ("auto", "cpu" or "cuda") resolved on this machine, and
+        the course secret read (``draws.course_secret``) unless ``secret`` is given.
 
-        Raises ``ConfigurationError`` for an unknown device or a bad value, and
-        ``DeviceUnavailable`` for "cuda" where torch sees no GPU."""
+        Raises ``ConfigurationError`` for an unknown device, a bad value or a short
+        secret, and ``DeviceUnavailable`` for "cuda" where torch sees no GPU."""
+        fields.setdefault("secret", course_secret())
         try:
             resolved = resolve_device(device)
         except DeviceUnavailable:
@@ -93,6 +99,8 @@ class GradingConfig:
             if value is not None and (not _integer(value) or value <= 0):
                 raise ConfigurationError(f"{field} must be a positive whole number (or None: no limit), "
                                          f"not {value!r}")
+        if self.secret is not None and (type(self.secret) is not str or not self.secret):
+            raise ConfigurationError("secret must be a non-empty string, or None for the public seeds")
         if type(self.zygote) is not bool:
             raise ConfigurationError(f"zygote must be True or False, not {self.zygote!r}")
         if not _integer(self.max_restarts) or self.max_restarts < 0:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .config import GradingConfig
 from .course import load_course
+from .draws import Draws
 from .notebook import UnreadableNotebook, read_notebook
 from .plan import plan_grading
 from .pytest_plugin import run_hidden_suite
@@ -54,7 +55,7 @@ def grade_notebook(path: Path, *, student: str, config: GradingConfig,
         except Exception as err:  # the sandbox itself failed: report, do not crash the class
             session.fatal = f"the sandbox could not start: {err}"
         if stem in course.stems:  # an unreadable notebook still gets its items, each "missing"
-            results = run_hidden_suite(stem, session, device=device)
+            results = run_hidden_suite(stem, session, device=device, draws=Draws.of(config.secret, student))
     finally:
         session.close()
 

@@ -60,6 +60,7 @@ from nbgrader.converters import BaseConverter
 from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
 
 from .config import GradingConfig
+from .draws import describe
 from .intake import ConfigurationError, IntakeError, Submission, read_regular_file
 from .notebook import ASSIGNMENT, cell_points, is_test_cell
 from .progress import Progress
@@ -158,6 +159,7 @@ class SandboxedGrading(NbGraderPreprocessor):
             except ConfigurationError as err:
                 raise ConfigurationError(f"SandboxedGrading (nbgrader_config.py or --SandboxedGrading.*): {err}"
                                          ) from None
+            self.log.info("%s", describe(self._config.secret))
         return self._config
 
     def preprocess(self, nb, resources):
@@ -237,7 +239,7 @@ class SandboxedGrading(NbGraderPreprocessor):
             self.log.info("%s/%s: grading it (the submitted file: %s)", student, stem, err)
             return None
         report = up_to_date_report(Path(self.reports) / student / f"{stem}.json",
-                                   hashlib.sha256(submitted).hexdigest())
+                                   hashlib.sha256(submitted).hexdigest(), secret=self.grading_config().secret)
         if report is None:
             self.log.info("%s/%s: grading it (no report of this submission by this grader in %s)",
                           student, stem, self.reports)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from .draws import PUBLIC, Draws
 from .report import TestResult, clip
 from .suite import CellFailed, Forbidden, GradingFailure, Missing, active_session
 
@@ -112,9 +113,10 @@ class ResultCollector:
         return results
 
 
-def run_hidden_suite(stem: str, session, *, device: str) -> list[TestResult]:
+def run_hidden_suite(stem: str, session, *, device: str, draws: Draws = PUBLIC) -> list[TestResult]:
     """The results of ``stem``'s hidden suite against ``session`` (a ``GradingSession``
-    or the tests' in-process stand-in); CUDA variants only when ``device`` is cuda."""
+    or the tests' in-process stand-in), its inputs drawn with ``draws`` (the student's
+    seeds); CUDA variants only when ``device`` is cuda."""
     suite = suite_path(stem)
     if not suite.is_file():
         return []
@@ -131,6 +133,6 @@ def run_hidden_suite(stem: str, session, *, device: str) -> list[TestResult]:
     ]
     if device == "cpu":
         args += ["-m", "not cuda"]
-    with active_session(session):
+    with active_session(session, draws):
         pytest.main(args, plugins=[collector])
     return collector.results()

@@ -2,7 +2,8 @@
 
 Hidden tests live in ``autograder/hidden/`` and run in the trusted grader process.
 They reach the student's code only through :class:`Student` (the one seam between
-student code and tests), build their inputs with seeded generators, compute the
+student code and tests), draw their inputs from :func:`generator` (seeds of each
+student's own where the course has a secret: ``autograder.draws``), compute the
 expected answer with ``autograder.reference``, and compare with the checks below,
 each with an explicit tolerance. A failed check raises :class:`GradingFailure`,
 whose message is all the student sees: never the test's code.
@@ -16,11 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 import torch
+
+from .draws import PUBLIC, Draws
 
 
 class GradingFailure(AssertionError):
@@ -61,22 +64,59 @@ def on_devices(test):
 # The grading session of the suite that is running (``autograder.grading``'s, or the
 # tests' in-process stand-in); the hidden suites reach it through ``Student``.
 _ACTIVE = None
+# The seeds of the student being graded (public ones unless a course secret is set).
+_DRAWS: Draws = PUBLIC
 
 
 @contextlib.contextmanager
-def active_session(session) -> Iterator[None]:
-    global _ACTIVE
-    previous, _ACTIVE = _ACTIVE, session
+def active_session(session, draws: Draws = PUBLIC) -> Iterator[None]:
+    global _ACTIVE, _DRAWS
+    previous = _ACTIVE, _DRAWS
+    _ACTIVE, _DRAWS = session, draws
     try:
         yield
     finally:
-        _ACTIVE = previous
+        _ACTIVE, _DRAWS = previous
 
 
 def current_session():
     if _ACTIVE is None:
         raise RuntimeError("hidden tests run only inside the grader (python -m autograder grade)")
     return _ACTIVE
+
+
+def seed_for(number: int) -> int:
+    """The seed of the hidden inputs a test numbers ``number``, for the student being graded:
+    ``number`` itself without a course secret, a number of this student's own with one."""
+    return _DRAWS.seed(number)
+
+
+def generator(number: int, device: str = "cpu") -> torch.Generator:
+    """A fresh generator for the hidden inputs numbered ``number`` (see :func:`seed_for`)."""
+    return torch.Generator(device=device).manual_seed(seed_for(number))
+
+
+def redrawn(number: int, draw: Callable[[torch.Generator], Any], accept: Callable[[Any], bool]) -> Any:
+    """``draw(generator(number))``, or where ``accept`` refuses it, the first accepted draw of the
+    streams that follow (numbers ``number + 1_000_000 * i``): for inputs that must keep a margin
+    (no near-tie an implementation's rounding could turn), whatever the seeds drawn."""
+    for attempt in range(50):
+        value = draw(generator(number + 1_000_000 * attempt))
+        if accept(value):
+            return value
+    raise RuntimeError(f"no accepted draw of the hidden inputs {number} in 50 attempts")
+
+
+def top_gaps_at_least(values: torch.Tensor, gap: float, top: int) -> bool:
+    """Along the last dimension, are the ``top + 1`` largest values at least ``gap`` apart?"""
+    largest = values.float().topk(min(top + 1, values.size(-1)), dim=-1).values
+    return bool((largest[..., :-1] - largest[..., 1:] >= gap).all())
+
+
+def drawn_ints(number: int, low: int, high: int, count: int = 1) -> list[int]:
+    """``count`` whole numbers in [low, high) for the hidden inputs numbered ``number``: the
+    sizes and counts of a test's drawn case (see :func:`seed_for`)."""
+    return torch.randint(low, high, (count,), generator=generator(number)).tolist()
 
 
 class Student:

@@ -22,13 +22,21 @@ SCHEMA_VERSION = 1
 PACKAGE = REPO / "autograder"
 
 
-@functools.lru_cache(maxsize=1)
-def suite_hash() -> str:
-    """sha256 over the grader's code, hidden suites, references and instructor notebooks.
+def suite_hash(secret: str | None = None) -> str:
+    """sha256 over the grader's code, hidden suites, references and instructor notebooks,
+    and over the course secret where there is one (it draws the hidden inputs: a new
+    secret is a new grade, and the secret itself cannot be read back from the hash).
 
     Every file whose change can change a grade is in it (the grader's own code
     too: a fixed bug is a changed grade); ~80 small files, a few milliseconds.
     """
+    if secret is None:
+        return _code_hash()
+    return hashlib.sha256(f"{_code_hash()}\0secret:".encode() + hashlib.sha256(secret.encode()).digest()).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _code_hash() -> str:
     files = sorted([*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.ini"), *(SOURCE_DIR / ASSIGNMENT).glob("*.ipynb")])
     digest = hashlib.sha256()
     for path in files:
@@ -39,13 +47,13 @@ def suite_hash() -> str:
     return digest.hexdigest()
 
 
-def up_to_date_report(path: Path, digest: str, **expected) -> Report | None:
+def up_to_date_report(path: Path, digest: str, *, secret: str | None = None, **expected) -> Report | None:
     """The report at ``path`` if it graded (outcome ``graded``) the bytes whose sha256 is
-    ``digest``, with this grader (``suite_hash``) and every other field in ``expected``
-    as given; None when there is none, it is damaged, or it is out of date."""
+    ``digest``, with this grader and course secret (``suite_hash``) and every other field
+    in ``expected`` as given; None when there is none, it is damaged, or it is out of date."""
     try:
         report = read_report(path)
     except (IntakeError, ValueError):
         return None
-    wanted = {"outcome": "graded", "submission_sha256": digest, "suite_hash": suite_hash(), **expected}
+    wanted = {"outcome": "graded", "submission_sha256": digest, "suite_hash": suite_hash(secret), **expected}
     return None if any(getattr(report, key) != value for key, value in wanted.items()) else report

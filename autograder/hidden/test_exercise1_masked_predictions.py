@@ -12,13 +12,14 @@ import torch
 
 from autograder.reference import scoring
 from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
-from autograder.suite import expect, expect_close, expect_equal, expect_pair, expect_tensor, graded, on_devices
+from autograder.suite import (expect, expect_close, expect_equal, expect_pair, expect_tensor, generator, graded,
+                              on_devices, redrawn, top_gaps_at_least)
 
 MASK = 7  # a [MASK] id that is not BERT's 103: the function must use the argument
 
 
 def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
+    return generator(seed)
 
 
 def _sequence(length: int, vocab: int, n_masks: int, *, seed: int) -> torch.Tensor:
@@ -31,7 +32,10 @@ def _sequence(length: int, vocab: int, n_masks: int, *, seed: int) -> torch.Tens
 
 
 def _logits(length: int, vocab: int, *, seed: int, device: str, scale: float = 3.0) -> torch.Tensor:
-    return (torch.randn(length, vocab, generator=_gen(seed)) * scale).to(device)
+    """Random logits whose 18 largest of every row (k is at most 17) are 1e-5 apart or more: a
+    softmax's rounding (1e-7 relative) cannot reorder them."""
+    return redrawn(seed, lambda g: torch.randn(length, vocab, generator=g) * scale,
+                   lambda x: top_gaps_at_least(x, 1e-5, top=17)).to(device)
 
 
 def _expect_predictions(value, logits, ids, k: int, *, what: str, device: str, atol: float = 1e-6) -> None:

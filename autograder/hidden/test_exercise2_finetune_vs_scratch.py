@@ -13,13 +13,13 @@ import torch
 
 from autograder.reference import exercises
 from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
-from autograder.suite import expect, expect_equal, expect_tensor, graded, within_sigma
+from autograder.suite import expect, expect_equal, expect_tensor, generator, graded, within_sigma
 
 
 def _labels(counts: dict[int, int], seed: int) -> torch.Tensor:
     """A shuffled LongTensor with ``counts[c]`` entries of class c."""
     values = torch.cat([torch.full((k,), c, dtype=torch.long) for c, k in counts.items()])
-    return values[torch.randperm(values.numel(), generator=torch.Generator().manual_seed(seed))]
+    return values[torch.randperm(values.numel(), generator=generator(seed))]
 
 
 def _class_counts(labels: torch.Tensor, indices: torch.Tensor) -> dict[int, int]:

@@ -22,13 +22,13 @@ import torch
 from autograder.reference import exercises
 from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.sandbox.fixtures import build_fixture, fixture
-from autograder.suite import expect, expect_close, expect_equal, expect_tensor, graded, on_devices
+from autograder.suite import drawn_ints, expect, expect_close, expect_equal, expect_tensor, generator, graded, on_devices, seed_for
 
 CLEAR_MARGIN = 1e-3
 
 
 def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
+    return generator(seed)
 
 
 # =============================================================== build_prompt (2)
@@ -49,6 +49,8 @@ def test_build_prompt_zero_shot(student):
     _expect_same_text(student.call("It drags.", instruction="Is this review positive or negative?"),
                       exercises.build_prompt("It drags.", instruction="Is this review positive or negative?"),
                       "build_prompt('It drags.', instruction='Is this review positive or negative?')")
+    drawn = _reviews(20, 1, min_words=3)[0]
+    _expect_same_text(student.call(drawn), exercises.build_prompt(drawn), f"build_prompt({drawn!r})")
     _expect_same_text(student.call("It drags.", instruction=""), exercises.build_prompt("It drags.", instruction=""),
                       "build_prompt('It drags.', instruction='') (no instruction line and no blank line)")
 
@@ -61,6 +63,9 @@ def test_build_prompt_few_shot(student):
         _expect_same_text(student.call("Quietly moving.", examples[:k]),
                           exercises.build_prompt("Quietly moving.", examples[:k]),
                           f"build_prompt('Quietly moving.', {k} examples)")
+    drawn = [(review, label) for review, label in zip(_reviews(21, 3, min_words=2), drawn_ints(22, 0, 2, count=3))]
+    _expect_same_text(student.call(_reviews(23, 1)[0], drawn), exercises.build_prompt(_reviews(23, 1)[0], drawn),
+                      f"build_prompt({_reviews(23, 1)[0]!r}, {drawn!r})")
     shuffled = (examples[3], examples[0])
     _expect_same_text(student.call("Meh.", shuffled, instruction="Label each review."),
                       exercises.build_prompt("Meh.", shuffled, instruction="Label each review."),
@@ -111,7 +116,7 @@ def test_label_log_probs_low_precision_logits(student, device):
 
 # =============================================================== classify_by_generation (3)
 def _reviews(seed: int, count: int, *, min_words: int = 1, max_words: int = 14) -> list[str]:
-    rng = random.Random(seed)
+    rng = random.Random(seed_for(seed))
     return [" ".join(rng.choice(models.REVIEW_WORDS) for _ in range(rng.randint(min_words, max_words)))
             for _ in range(count)]
 

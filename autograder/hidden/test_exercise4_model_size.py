@@ -18,11 +18,12 @@ import torch
 from autograder.reference import exercises
 from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.sandbox.fixtures import build_fixture, fixture
-from autograder.suite import expect, expect_close, expect_equal, expect_number, graded, on_devices
+from autograder.suite import drawn_ints, expect, expect_close, expect_equal, expect_number, graded, on_devices, seed_for
 
 
-def _inputs(seed: int, batch: int = 3, length: int = 9, vocab: int = 64) -> dict[str, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
+def _inputs(drawn: int, batch: int = 3, length: int = 9, vocab: int = 64) -> dict[str, torch.Tensor]:
+    """Token ids and mask from the drawn seed ``seed_for(seed)``, the last row padded."""
+    g = torch.Generator().manual_seed(drawn)
     ids = torch.randint(1, vocab, (batch, length), generator=g)
     mask = torch.ones_like(ids)
     mask[-1, -3:] = 0
@@ -31,17 +32,18 @@ def _inputs(seed: int, batch: int = 3, length: int = 9, vocab: int = 64) -> dict
 
 
 @functools.lru_cache(maxsize=None)
-def _reference_truncation(device: str, num_layers: int, seed: int, layers: int) -> dict:
-    """The record of ``drive_truncate_encoder`` with the reference, once per grading process."""
+def _reference_truncation(device: str, num_layers: int, seed: int, layers: int, drawn: int) -> dict:
+    """The record of ``drive_truncate_encoder`` with the reference, once per grading process and drawn seed."""
     model = build_fixture(fixture("bert_classifier", seed=seed, layers=layers, device=device))
-    return probes.drive_truncate_encoder(exercises.truncate_encoder, model, num_layers, **_inputs(seed))
+    return probes.drive_truncate_encoder(exercises.truncate_encoder, model, num_layers, **_inputs(drawn))
 
 
 def _truncate(student, device: str, num_layers: int, *, seed: int = 0, layers: int = 4, reference: bool = True):
     """The student's record of ``drive_truncate_encoder`` and (when ``reference``) the reference's."""
     model = fixture("bert_classifier", seed=seed, layers=layers, device=device)
-    actual = student.probe("truncate_encoder_run", model=model, num_layers=num_layers, **_inputs(seed))
-    return actual, _reference_truncation(device, num_layers, seed, layers) if reference else None
+    drawn = seed_for(seed)
+    actual = student.probe("truncate_encoder_run", model=model, num_layers=num_layers, **_inputs(drawn))
+    return actual, _reference_truncation(device, num_layers, seed, layers, drawn) if reference else None
 
 
 def _expect_same_model(actual, expected, what: str) -> None:
@@ -103,7 +105,8 @@ def test_truncate_encoder_extremes_and_range(student):
 # =============================================================== training_flops (1)
 @graded("test_training_flops", points=1)
 def test_training_flops(student):
-    for n_params, n_tokens in ((1e8, 2e9), (10_765_056, 6400 * 27), (340_000_000, 3_300_000_000), (7, 3), (0, 10)):
+    drawn = tuple(drawn_ints(70, 1, 10 ** 12, count=2))
+    for n_params, n_tokens in ((1e8, 2e9), (10_765_056, 6400 * 27), (340_000_000, 3_300_000_000), (7, 3), (0, 10), drawn):
         value = student.call(n_params, n_tokens)
         expect(type(value) is float, f"training_flops({n_params}, {n_tokens}) must return a Python float, "
                                      f"got {type(value).__name__}")
@@ -135,6 +138,10 @@ def test_count_encoder_parameters_classifier_and_bare_model(student):
     _expect_counts(student, fixture("bert_classifier", seed=1, layers=4, hidden=16, num_labels=5, vocab_size=80),
                    "count_encoder_parameters(4-layer, 16-wide classifier with 5 labels)")
     _expect_counts(student, fixture("bert_bare", seed=2), "count_encoder_parameters(BertModel with its pooler)")
+    layers, labels, vocab = drawn_ints(71, 1, 5), drawn_ints(72, 2, 7), drawn_ints(73, 30, 130)
+    _expect_counts(student, fixture("bert_classifier", seed=4, layers=layers[0], num_labels=labels[0], vocab_size=vocab[0]),
+                   f"count_encoder_parameters({layers[0]}-layer classifier with {labels[0]} labels, "
+                   f"vocabulary {vocab[0]})")
     _expect_counts(student, fixture("bert_bare", seed=3, pooler=False),
                    "count_encoder_parameters(BertModel without a pooler: head = 0)")
 

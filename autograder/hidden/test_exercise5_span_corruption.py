@@ -15,13 +15,13 @@ import torch
 
 from autograder.reference import span_corruption
 from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
-from autograder.suite import expect, expect_equal, expect_tensor, graded, on_devices, within_sigma
+from autograder.suite import expect, expect_equal, expect_tensor, generator, graded, on_devices, within_sigma
 
 SENTINELS = [32099 - i for i in range(40)]  # T5's <extra_id_0>, <extra_id_1>, ...
 
 
 def _gen(seed: int, device: str = "cpu") -> torch.Generator:
-    return torch.Generator(device=device).manual_seed(seed)
+    return generator(seed, device)
 
 
 def _runs(mask: torch.Tensor) -> list[tuple[bool, int]]:

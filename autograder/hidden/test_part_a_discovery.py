@@ -9,17 +9,17 @@ import torch
 from autograder.reference import answers, arithmetic, scoring
 from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.sandbox.fixtures import build_fixture, fixture
-from autograder.suite import (expect, expect_close, expect_equal, expect_number, expect_pair, expect_tensor, graded,
-                             on_devices)
+from autograder.suite import (drawn_ints, expect, expect_close, expect_equal, expect_number, expect_pair, expect_tensor, generator,
+                             graded, on_devices, redrawn, top_gaps_at_least)
 
 
 def _randn(*shape: int, seed: int, scale: float = 1.0, device: str = "cpu",
            dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    return (torch.randn(*shape, generator=torch.Generator().manual_seed(seed)) * scale).to(device=device, dtype=dtype)
+    return (torch.randn(*shape, generator=generator(seed)) * scale).to(device=device, dtype=dtype)
 
 
 def _ids(length: int, vocab: int, *, seed: int, device: str) -> torch.Tensor:
-    return torch.randint(0, vocab, (length,), generator=torch.Generator().manual_seed(seed)).to(device)
+    return torch.randint(0, vocab, (length,), generator=generator(seed)).to(device)
 
 
 def _expect_logprob(actual, expected: torch.Tensor, what: str, *, atol: float = 1e-5, rtol: float = 1e-5) -> None:
@@ -96,14 +96,19 @@ def _expect_top_k(student, logits: torch.Tensor, k: int, what: str, *, atol: flo
 @on_devices
 def test_top_k_next_tokens_matches_topk_of_softmax(student, device):
     for seed, (vocab, k) in enumerate([(17, 3), (17, 1), (17, 17), (1000, 5), (2, 2)]):
-        logits = _randn(vocab, seed=seed, scale=2.0, device=device)
+        # the k + 1 largest 1e-5 apart or more: a softmax's rounding (1e-7 relative) cannot reorder them
+        logits = redrawn(seed, lambda g: torch.randn(vocab, generator=g) * 2.0,
+                         lambda x: top_gaps_at_least(x, 1e-5, top=k)).to(device)
         _expect_top_k(student, logits, k, f"top_k_next_tokens(logits [{vocab}], k={k}) (most likely first)")
 
 
 @graded("test_top_k_next_tokens", points=1)
 @on_devices
 def test_top_k_next_tokens_half_precision_and_large_logits(student, device):
-    base = _randn(50, seed=20, scale=2.0, device=device)
+    # the 6 largest stay distinct in float16 and bfloat16 (whose spacing near 2 is 0.016): no ties
+    base = redrawn(20, lambda g: torch.randn(50, generator=g) * 2.0,
+                   lambda x: all(top_gaps_at_least(x.to(dtype), 1e-3, top=5) for dtype in (torch.float16, torch.bfloat16))
+                   ).to(device)
     for dtype in (torch.float16, torch.bfloat16):
         # tolerance: float32 rounding; a softmax in half precision is off by ~1e-3
         _expect_top_k(student, base.to(dtype), 5, f"top_k_next_tokens of {dtype} logits (probabilities in "
@@ -135,7 +140,9 @@ def test_pretraining_costs_when_sharing_costs_more(student):
 
 @graded("test_pretraining_costs", points=1)
 def test_pretraining_costs_other_settings(student):
-    for args in [(1000, 12.5, 4000.0, 0.25), (7, 3.0, 21.0, 0.0), (50, 4.6e6, 4.6e6, 4.6e3)]:
+    n, scratch, pretrain, adapt = drawn_ints(60, 1, 100_000, count=4)  # a drawn case: n from 1 to 99,999
+    drawn = (n, scratch / 8, pretrain * 16.0, adapt / 64)
+    for args in [(1000, 12.5, 4000.0, 0.25), (7, 3.0, 21.0, 0.0), (50, 4.6e6, 4.6e6, 4.6e3), drawn]:
         _expect_costs(student, args, f"pretraining_costs{args}")
 
 

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from autograder.drivers import models, probes  # noqa: F401  (the fixtures and probes of the suites)
+from autograder.draws import PUBLIC, Draws
 from autograder.pytest_plugin import run_hidden_suite
 from autograder.report import TestResult
 from autograder.sandbox import protocol
@@ -94,9 +95,10 @@ def grading_environment() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def grade_in_process(stem: str, namespace: dict[str, Any]) -> list[TestResult]:
-    """The hidden suite of ``stem`` with ``namespace`` playing the student, on the CPU."""
-    return run_hidden_suite(stem, InProcessSession(namespace), device="cpu")
+def grade_in_process(stem: str, namespace: dict[str, Any], draws: Draws = PUBLIC) -> list[TestResult]:
+    """The hidden suite of ``stem`` with ``namespace`` playing the student, on the CPU, its
+    inputs drawn with ``draws`` (default: the public seeds)."""
+    return run_hidden_suite(stem, InProcessSession(namespace), device="cpu", draws=draws)
 
 
 def points_per_cell(results) -> dict[str, tuple[float, float]]:

@@ -49,6 +49,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from autograder.draws import PUBLIC, Draws
 from autograder.forbidden import RULES
 from autograder.pytest_plugin import run_hidden_suite, suite_path
 from tests.grading import variants
@@ -185,11 +186,12 @@ def test_every_forbidden_shortcut_rule_is_a_clause(stem):
 
 
 # --------------------------------------------------------------------------- every mutant loses points
-def grade_round(stem: str, mutants: dict[str, dict], device: str) -> list[str]:
-    """Grade one round; the problems found, one line each (empty: every mutant was caught by its test)."""
+def grade_round(stem: str, mutants: dict[str, dict], device: str, draws: Draws = PUBLIC) -> list[str]:
+    """Grade one round on inputs drawn with ``draws``; the problems found, one line each (empty:
+    every mutant was caught by its test)."""
     module, cell_of = variants.of(stem), graded_names(stem)
     namespace = student_namespace(stem, **{name: getattr(module, c["mutant"]) for name, c in mutants.items()})
-    results = run_hidden_suite(stem, InProcessSession(namespace), device=device)
+    results = run_hidden_suite(stem, InProcessSession(namespace), device=device, draws=draws)
     problems = [f"a test crashed:\n{failures(results)}"] if any(GRADER_BUG in r.message for r in results) else []
     cells = points_per_cell(results)
     for name, clause in mutants.items():

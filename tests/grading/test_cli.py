@@ -85,6 +85,32 @@ def test_a_rerun_skips_what_is_graded_and_regrades_what_changed(tmp_path):
     assert "Grading 2 notebook(s)" in forced.stdout
 
 
+def test_a_course_secret_draws_inputs_of_each_students_own_and_regrades_alike(tmp_path):
+    """With $WEEK6_GRADING_SECRET the sandboxed grade is the same (a correct solution keeps
+    every point), re-grading with it reproduces every report, and reports of the public seeds
+    or of another secret are out of date."""
+    root = small_class(tmp_path / "submitted", ("alice_full_solution",))
+    public, drawn = tmp_path / "public", tmp_path / "drawn"
+    plain = {k: v for k, v in os.environ.items() if k != "WEEK6_GRADING_SECRET"}
+    assert run("grade", str(root), "--out", str(public), "--device", "cpu", env=plain).returncode == 0
+    secret = {**plain, "WEEK6_GRADING_SECRET": "a course secret of at least sixteen characters"}
+    first = run("grade", str(root), "--out", str(drawn), "--device", "cpu", env=secret)
+    assert first.returncode == 0, first.stderr
+    assert "each student's own, from the course secret" in first.stderr and secret["WEEK6_GRADING_SECRET"] not in (
+        first.stdout + first.stderr + "".join(p.read_text() for p in drawn.rglob("*.json")))
+    assert scores(drawn) == scores(public)
+    key = f"alice_full_solution/{STEM}.json"
+    report, public_report = json.loads(reports(drawn)[key]), json.loads(reports(public)[key])
+    assert report["score"] == report["max_score"] == 12
+    assert report["suite_hash"] != public_report["suite_hash"]
+    assert "1 already graded" in run("grade", str(root), "--out", str(drawn), "--device", "cpu", env=secret).stdout
+    assert run("grade", str(root), "--out", str(drawn), "--device", "cpu", "--force", env=secret).returncode == 0
+    outcome = lambda r: [(t["test"], t["status"], t["points"], t["message"]) for t in r["tests"]]
+    assert outcome(json.loads(reports(drawn)[key])) == outcome(report), "re-grading drew other inputs"
+    other = {**plain, "WEEK6_GRADING_SECRET": "another course secret, sixteen characters or more"}
+    assert "Grading 1 notebook(s)" in run("grade", str(root), "--out", str(drawn), "--device", "cpu", env=other).stdout
+
+
 def test_a_killed_run_finishes_the_class_when_started_again(tmp_path, repo_root):
     root = small_class(tmp_path / "submitted")
     out = tmp_path / "grades"

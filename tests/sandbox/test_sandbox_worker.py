@@ -117,6 +117,17 @@ def test_the_environment_is_scrubbed(worker):
     assert env["OMP_NUM_THREADS"] == "1" and env["PYTHONPATH"] == str(REPO_ROOT)
 
 
+def test_the_course_secret_does_not_reach_student_code(monkeypatch, sandbox):
+    """The secret that draws each student's hidden inputs (autograder/draws.py) is in the
+    grader's environment; a worker started from it must not see it."""
+    secret = "a course secret that must stay with the grader"
+    monkeypatch.setenv("WEEK6_GRADING_SECRET", secret)
+    with Worker(isolation=sandbox, timeout=30) as fresh:
+        fresh.exec_cell("import os\ndef environment():\n    return dict(os.environ)\n").raise_for_error()
+        env = fresh.call("environment")
+    assert "WEEK6_GRADING_SECRET" not in env and secret not in env.values()
+
+
 def test_input_reads_nothing_from_the_channel(worker):
     worker.exec_cell("def ask():\n    return input()\n").raise_for_error()
     with pytest.raises(StudentError, match="EOFError"):
