@@ -16,7 +16,7 @@ import pytest
 
 from .draws import PUBLIC, Draws
 from .report import TestResult, clip
-from .suite import CellFailed, Forbidden, GradingFailure, Missing, active_session
+from .suite import CellFailed, Forbidden, GradingFailure, Missing, PartialCredit, active_session
 
 HIDDEN_DIR = Path(__file__).resolve().parent / "hidden"
 log = logging.getLogger("autograder")
@@ -88,9 +88,13 @@ class ResultCollector:
             status, message = classify(call.excinfo)
         else:
             return
+        # A check that gives partial credit (some of several answers right) keeps that share.
+        fraction = call.excinfo.value.fraction if (
+            status == "failed" and call.excinfo is not None and isinstance(call.excinfo.value, PartialCredit)) else 0.0
         # Clipped here, before anything keeps it: a message may quote a returned value.
         self.rows.append(dict(cell=marker.kwargs["cell"], function=function, test=item.name,
-                              points=float(marker.kwargs["points"]), status=status, message=clip(message)))
+                              points=float(marker.kwargs["points"]), status=status, message=clip(message),
+                              fraction=1.0 if status == "passed" else fraction))
 
     def results(self) -> list[TestResult]:
         """Share each test's points among its variants that ran (CPU, CUDA)."""
@@ -107,7 +111,7 @@ class ResultCollector:
         results = []
         for row in ran:
             share = row["points"] / variants[(row["cell"], row["function"])]
-            earned = share if row["status"] == "passed" else 0.0
+            earned = share * row["fraction"] if row["status"] in ("passed", "failed") else 0.0
             results.append(TestResult(row["cell"], row["test"], row["status"], round(earned, 4),
                                       round(share, 4), row["message"]))
         return results

@@ -30,6 +30,15 @@ class GradingFailure(AssertionError):
     """A check failed; the message is shown to the student as is."""
 
 
+class PartialCredit(GradingFailure):
+    """A check that earns ``fraction`` (0 to 1) of its test's points: some of several
+    independent answers were right. The message says which were not."""
+
+    def __init__(self, message: str, fraction: float):
+        super().__init__(message)
+        self.fraction = min(1.0, max(0.0, float(fraction)))
+
+
 class Forbidden(Exception):
     """The item used a shortcut that does the work for the student."""
 
@@ -217,6 +226,13 @@ def expect_pair(actual: Any, *, what: str, names: str = "a tuple of two values")
         raise GradingFailure(f"{what} must return a pair ({names}), got a {type(actual).__name__} "
                              f"of length {len(actual)}")
     return actual[0], actual[1]
+
+
+def expect_each(right: int, total: int, message: str) -> None:
+    """``total`` independent answers, ``right`` of them right: the test earns that share of its
+    points (per answer, not all or nothing), with ``message`` when any is wrong."""
+    if right < total:
+        raise PartialCredit(message, right / total if total else 0.0)
 
 
 def expect(condition: bool, message: str) -> None:

@@ -9,8 +9,8 @@ import torch
 from autograder.reference import answers, arithmetic, scoring
 from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.sandbox.fixtures import build_fixture, fixture
-from autograder.suite import (drawn_ints, expect, expect_close, expect_equal, expect_number, expect_pair, expect_tensor, generator,
-                             graded, on_devices, redrawn, top_gaps_at_least)
+from autograder.suite import (drawn_ints, expect, expect_close, expect_each, expect_equal, expect_number, expect_pair,
+                             expect_tensor, generator, graded, on_devices, redrawn, top_gaps_at_least)
 
 
 def _randn(*shape: int, seed: int, scale: float = 1.0, device: str = "cpu",
@@ -161,41 +161,37 @@ def _wrong(name: str, given: dict, keys) -> list[str]:
     return [key for key in keys if given.get(key) not in accepted(name, key)]
 
 
+def _expect_answers(student, name: str, group: str, what: str, hint: str) -> None:
+    """The answers of ``name`` whose key is ``group``: a share of the points for each one right
+    (a defensible alternative that ``answers.ACCEPTED`` names counts as right)."""
+    key = getattr(answers, name)
+    items = [item for item, answer in key.items() if answer == group]
+    given = _answers_of(student, name, key)
+    wrong = _wrong(name, given, items)
+    expect_each(len(items) - len(wrong), len(items),
+                f"{len(items) - len(wrong)} of the {len(items)} {what} are right; marked otherwise: "
+                f"{', '.join(repr(item) for item in wrong)} ({hint})")
+
+
 @graded("test_spanish_reuse", points=1)
 def test_spanish_reuse_what_transfers(student):
-    SPANISH_REUSE = answers.SPANISH_REUSE
-
-    keys = [k for k, v in SPANISH_REUSE.items() if v == "reuse"]
-    given = _answers_of(student, "SPANISH_REUSE", SPANISH_REUSE)
-    wrong = _wrong("SPANISH_REUSE", given, keys)
-    expect(not wrong, f"{len(wrong)} of the {len(keys)} items an English speaker can reuse are marked otherwise")
+    _expect_answers(student, "SPANISH_REUSE", "reuse", "items an English speaker can reuse",
+                    "ask whether English already gave you this")
 
 
 @graded("test_spanish_reuse", points=1)
 def test_spanish_reuse_what_is_new(student):
-    SPANISH_REUSE = answers.SPANISH_REUSE
-
-    keys = [k for k, v in SPANISH_REUSE.items() if v == "learn"]
-    given = _answers_of(student, "SPANISH_REUSE", SPANISH_REUSE)
-    wrong = _wrong("SPANISH_REUSE", given, keys)
-    expect(not wrong, f"{len(wrong)} of the {len(keys)} items that must be learned fresh are marked otherwise")
+    _expect_answers(student, "SPANISH_REUSE", "learn", "items that must be learned fresh",
+                    "ask whether English has it at all")
 
 
 @graded("test_task_categories", points=1)
 def test_task_categories_general_skills(student):
-    TASK_CATEGORIES = answers.TASK_CATEGORIES
-
-    keys = [k for k, v in TASK_CATEGORIES.items() if v == "general"]
-    given = _answers_of(student, "TASK_CATEGORIES", TASK_CATEGORIES)
-    wrong = _wrong("TASK_CATEGORIES", given, keys)
-    expect(not wrong, f"{len(wrong)} general skill(s) are marked otherwise: ask whether every text needs it")
+    _expect_answers(student, "TASK_CATEGORIES", "general", "general skills",
+                    "ask whether every text needs it")
 
 
 @graded("test_task_categories", points=1)
 def test_task_categories_specific_skills(student):
-    TASK_CATEGORIES = answers.TASK_CATEGORIES
-
-    keys = [k for k, v in TASK_CATEGORIES.items() if v == "specific"]
-    given = _answers_of(student, "TASK_CATEGORIES", TASK_CATEGORIES)
-    wrong = _wrong("TASK_CATEGORIES", given, keys)
-    expect(not wrong, f"{len(wrong)} domain-specific skill(s) are marked otherwise")
+    _expect_answers(student, "TASK_CATEGORIES", "specific", "domain-specific skills",
+                    "ask whether it serves one domain only")
