@@ -76,6 +76,7 @@ TOPICS: list[tuple[str, str, list[tuple]]] = [
     ("B1", "BERT's masked language modelling; attention both ways", [
         ("part_b_bert_gpt", "mask_tokens"), ("part_b_bert_gpt", "mlm_signal"),
         ("part_b_bert_gpt", "b1_why_not_50_percent"), ("part_b_bert_gpt", "b1_token_counts"),
+        ("part_b_bert_gpt", "bert_pair_input"), ("part_b_bert_gpt", "make_nsp_pairs"),
         ("part_b_bert_gpt", "softmax"), ("part_b_bert_gpt", "causal_mask"),
         ("part_b_bert_gpt", "scaled_dot_product_attention"), ("part_b_bert_gpt", "attention_connections")]),
     ("B2", "GPT's autoregressive modelling: losses and decoding", [
@@ -91,8 +92,7 @@ TOPICS: list[tuple[str, str, list[tuple]]] = [
     ("B4", "Model selection", [
         ("part_b_finetuning", "architecture_table"), ("part_b_finetuning", "model_for_task")]),
     ("B5", "Configuring fine-tuning and generation", [
-        ("part_b_finetuning", "finetune_config"), ("part_b_finetuning", "generation_settings"),
-        ("part_b_finetuning", "b5_lr_1e2")]),
+        ("part_b_finetuning", "finetune_config"), ("part_b_finetuning", "generation_settings")]),
     ("B6", "LoRA and the cost of training", [
         ("part_b_finetuning", "lora_linear"), ("part_b_finetuning", "lora_parameter_count"),
         ("part_b_finetuning", "apply_lora"), ("part_b_finetuning", "fine_tuning_footprint"),
@@ -105,7 +105,9 @@ TOPICS: list[tuple[str, str, list[tuple]]] = [
         ("exercise1_masked_predictions", "ex1_mlm_vs_clm_signal", "PT"), ("part_b_bert_gpt", "mlm_signal", "B1")]),
     ("T3", "Theory: the gradient of the MLM loss", [
         ("part_b_bert_gpt", "b2_mlm_gradient")]),
-    ("T4", "Theory: why next-sentence prediction was dropped", []),
+    ("T4", "Theory: why next-sentence prediction was dropped", [
+        ("part_b_bert_gpt", "b_nsp_dropped"), ("part_b_bert_gpt", "bert_pair_input", "B1"),
+        ("part_b_bert_gpt", "make_nsp_pairs", "B1")]),
     ("P1", "Exercise 1: masked-token predictions", [
         ("exercise1_masked_predictions", "top_k_mask_predictions"),
         ("exercise1_masked_predictions", "ex1_prediction_quality")]),

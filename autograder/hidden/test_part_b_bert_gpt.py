@@ -20,7 +20,7 @@ import types
 
 import torch
 
-from autograder.reference import arithmetic, attention, decoding, losses, masking
+from autograder.reference import arithmetic, attention, decoding, losses, masking, sentence_pairs
 from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.sandbox.fixtures import build_fixture, fixture
 from autograder.suite import (
@@ -34,6 +34,7 @@ from autograder.suite import (
     generator,
     graded,
     on_devices,
+    seed_for,
     within_sigma,
 )
 
@@ -287,6 +288,145 @@ def test_mlm_signal_other_mask_rates(student):
     for n_tokens, rate in [(1_000, 0.4), (512, 0.05), (10_000, 1.0), (n_tokens[0], percent / 100)]:
         _expect_dict_close(student.call(n_tokens, mask_rate=rate), arithmetic.mlm_signal(n_tokens, rate),
                            rel=1e-9, what=f"mlm_signal({n_tokens}, mask_rate={rate})")
+
+
+# =============================================================== bert_pair_input (3)
+CLS, SEP = 101, 102
+
+
+def _segment(number: int, length: int) -> list[int]:
+    """``length`` drawn token ids of a segment, none of them special."""
+    return drawn_ints(number, 1000, 30000, count=length)
+
+
+def _expect_pair_input(student, a: list[int], b: list[int], max_length: int, what: str) -> None:
+    expected = sentence_pairs.bert_pair_input(a, b, cls_id=CLS, sep_id=SEP, max_length=max_length)
+    reply = student.probe("call_keeping_inputs", name="bert_pair_input", args=[a, b],
+                          kwargs=dict(cls_id=CLS, sep_id=SEP, max_length=max_length))
+    actual = reply["value"]
+    expect(type(actual) is dict, f"{what} must return a dict, got {type(actual).__name__}")
+    expect(set(actual) == set(expected), f"{what} must have exactly the keys {sorted(expected)}, got {sorted(actual)}")
+    for key in ("input_ids", "token_type_ids", "attention_mask"):
+        expect_equal(actual[key], expected[key], what=f"{what}[{key!r}] (a LongTensor [L] on the CPU)")
+    expect(reply["args_after"] == [a, b], f"{what} modified its input lists; build new ones")
+
+
+@graded("test_bert_pair_input", points=1)
+def test_bert_pair_input_layout(student):
+    for number, (len_a, len_b) in enumerate([(1, 1), (4, 7), (9, 2)]):
+        a, b = _segment(200 + number, len_a), _segment(300 + number, len_b)
+        _expect_pair_input(student, a, b, 64, f"bert_pair_input(A of {len_a}, B of {len_b} tokens, max_length=64) "
+                                              "([CLS] A [SEP] B [SEP]; token types 0 up to the first [SEP], then 1)")
+
+
+@graded("test_bert_pair_input", points=1)
+def test_bert_pair_input_truncation(student):
+    # (len A, len B, max_length): A longer, B longer, equally long, both cut, an exact fit, one token over
+    for number, (len_a, len_b, max_length) in enumerate([(10, 3, 12), (2, 11, 9), (6, 6, 12), (20, 15, 16),
+                                                         (5, 4, 12), (5, 5, 12), (7, 8, 12), (9, 30, 10)]):
+        a, b = _segment(400 + number, len_a), _segment(500 + number, len_b)
+        _expect_pair_input(student, a, b, max_length,
+                           f"bert_pair_input(A of {len_a}, B of {len_b} tokens, max_length={max_length}) (longest "
+                           "first: keep a shorter segment that fits in half the room, else cut both to half, the "
+                           "odd token to the one that was longer; keep each segment's first tokens)")
+    len_a, len_b = drawn_ints(80, 1, 40, count=2)
+    max_length = drawn_ints(81, 5, len_a + len_b + 6)[0]
+    _expect_pair_input(student, _segment(600, len_a), _segment(601, len_b), max_length,
+                       f"bert_pair_input(A of {len_a}, B of {len_b} tokens, max_length={max_length})")
+
+
+@graded("test_bert_pair_input", points=1)
+def test_bert_pair_input_edge_cases(student):
+    _expect_pair_input(student, _segment(700, 30), _segment(701, 9), 5,
+                       "bert_pair_input(A of 30, B of 9 tokens, max_length=5) (one token of each is left)")
+    for args, max_length, what in [(([], [5, 6]), 10, "an empty A"), (([5, 6], []), 10, "an empty B"),
+                                   (([5, 6], [7]), 4, "max_length=4")]:
+        reply = student.probe("raises", name="bert_pair_input", args=list(args),
+                              kwargs=dict(cls_id=CLS, sep_id=SEP, max_length=max_length))
+        expect(reply["raised"] == "ValueError", f"bert_pair_input with {what} must raise ValueError, "
+               + ("it returned normally" if reply["raised"] is None else f"it raised {reply['raised']}"))
+
+
+# =============================================================== make_nsp_pairs (3)
+def _corpus(number: int, sizes: list[int]) -> list[list[str]]:
+    """Documents of the given numbers of sentences; every sentence names where it comes from."""
+    words = ["the", "river", "rose", "quietly", "a", "letter", "came", "for", "Anne", "at", "dawn"]
+    picks = drawn_ints(number, 0, len(words), count=3 * sum(sizes))
+    sentences = iter(" ".join(words[k] for k in picks[3 * n: 3 * n + 3]) for n in range(sum(sizes)))
+    return [[f"d{d}s{i}: {next(sentences)}." for i in range(size)] for d, size in enumerate(sizes)]
+
+
+def _nsp_runs(student, documents, seed: int, repeat: int) -> list:
+    reply = student.probe("seeded_call", name="make_nsp_pairs", args=[documents], seed=seed, repeat=repeat)
+    expect(reply["args_after"] == [documents], "make_nsp_pairs modified its documents; leave them as they are")
+    return reply["values"]
+
+
+def _expect_valid_pairs(pairs, documents, what: str) -> None:
+    """The invariants every correct result has, whatever the coins."""
+    expect(type(pairs) is list, f"{what} must return a list, got {type(pairs).__name__}")
+    firsts = [(d, i) for d, document in enumerate(documents) for i in range(len(document) - 1)]
+    expect(len(pairs) == len(firsts), f"{what} gave {len(pairs)} examples, expected {len(firsts)}: one for every "
+                                      "sentence that has a next one in its document, in order")
+    where = {sentence: (d, i) for d, document in enumerate(documents) for i, sentence in enumerate(document)}
+    for n, ((d, i), example) in enumerate(zip(firsts, pairs)):
+        expect(type(example) is tuple and len(example) == 3, f"{what}: each example must be a tuple (A, B, label), "
+                                                             f"got {example!r}")
+        a, b, label = example
+        expect(a == documents[d][i], f"{what}: example {n} has A = {a!r}, expected {documents[d][i]!r} "
+                                     "(documents in order, then sentences)")
+        expect(type(label) is int and label in (0, 1), f"{what}: labels must be the ints 0 or 1, got {label!r}")
+        if label == sentence_pairs.IS_NEXT:
+            expect(b == documents[d][i + 1], f"{what}: an IsNext example (label 0) must pair A with the sentence "
+                                             f"after it, {documents[d][i + 1]!r}, got {b!r}")
+        else:
+            expect(b in where and where[b][0] != d, f"{what}: a NotNext example (label 1) must take B from "
+                                                    f"another document, got {b!r} for A = {a!r}")
+
+
+@graded("test_make_nsp_pairs", points=1)
+def test_make_nsp_pairs_examples(student):
+    for number, sizes in enumerate([[3, 2], [6, 1, 4, 2], [2, 2, 2]]):
+        documents = _corpus(90 + number, sizes)
+        for pairs in _nsp_runs(student, documents, seed=number, repeat=20):
+            _expect_valid_pairs(pairs, documents, f"make_nsp_pairs(documents of {sizes} sentences)")
+    for documents, what in [([["only one."]], "one document"), ([["a."], []], "a document without sentences")]:
+        reply = student.probe("raises", name="make_nsp_pairs", args=[documents, None])
+        expect(reply["raised"] == "ValueError", f"make_nsp_pairs with {what} must raise ValueError, "
+               + ("it returned normally" if reply["raised"] is None else f"it raised {reply['raised']}"))
+
+
+@graded("test_make_nsp_pairs", points=1)
+def test_make_nsp_pairs_rates(student):
+    sizes = [7, 3, 1, 5]
+    documents, repeat = _corpus(95, sizes), 150
+    runs = _nsp_runs(student, documents, seed=7, repeat=repeat)
+    for pairs in runs:
+        _expect_valid_pairs(pairs, documents, f"make_nsp_pairs(documents of {sizes} sentences)")
+    labels = [label for pairs in runs for _, _, label in pairs]
+    is_next = labels.count(sentence_pairs.IS_NEXT)
+    expect(within_sigma(is_next, len(labels), 0.5),
+           f"{is_next} of {len(labels)} examples were IsNext: each must be IsNext with probability 1/2")
+    # NotNext sentences for A in document 0: uniform over the 9 sentences of documents 1-3
+    drawn = [b for pairs in runs for a, b, label in pairs if label == sentence_pairs.NOT_NEXT and a.startswith("d0s")]
+    others = [sentence for document in documents[1:] for sentence in document]
+    for sentence in others:
+        count = drawn.count(sentence)
+        expect(within_sigma(count, len(drawn), 1 / len(others)),
+               f"of {len(drawn)} NotNext sentences for A in the first document, {count} were {sentence!r}; each of "
+               f"the {len(others)} sentences of the other documents must be equally likely (draw a sentence, not "
+               "a document)")
+
+
+@graded("test_make_nsp_pairs", points=1)
+def test_make_nsp_pairs_is_seeded(student):
+    documents = _corpus(97, [4, 4, 3])
+    first, again = (_nsp_runs(student, documents, seed=seed_for(11), repeat=1)[0] for _ in range(2))
+    expect(first == again, "make_nsp_pairs gave two different results from two generators in the same state: draw "
+                           "every random number from the generator")
+    distinct = {repr(_nsp_runs(student, documents, seed=seed, repeat=1)[0]) for seed in range(12)}
+    expect(len(distinct) >= 10, f"12 different seeds gave only {len(distinct)} different results: the coins must "
+                                "come from the generator")
 
 
 # =============================================================== softmax (3)

@@ -175,6 +175,15 @@ expected number is 0.15 × 5 = 0.75. Nothing gets selected with probability 0.85
 simulation also gave about 44 %. So "1 token" isn't really right with independent selection: on
 average it's 0.75 and almost half the time there's no target at all. It only holds for the original
 BERT code, which always picks max(1, round(0.15 × length)) tokens.""",
+        "b_nsp_dropped": """\
+In NSP BERT gets two pieces of text and has to say from the [CLS] token if the second one really
+came right after the first. Half the time it did, the other half it is a random piece from some other
+document. Those random pieces are usually about a completely different subject, so the model can
+just check if both pieces talk about the same thing, which the masked LM teaches it anyway. So it
+doesn't really learn how sentences connect. RoBERTa tried it without NSP, feeding long stretches
+of text instead of pairs, and got the same or slightly better scores on the benchmarks. Lesson: an
+extra task is only worth it if there is no cheap trick to solve it, and you have to test it by
+changing only that one thing.""",
         "b2_always_pick_highest": """\
 You always get the same text for the same prompt, and it's very generic: ours started a standard
 story about "a young girl named Emma" who finds a box in her attic, and beam search was even blander
@@ -231,10 +240,6 @@ pre-trained features are gone (catastrophic forgetting) and the model collapses 
    I'd also stop early if the dev loss goes up.
 4. Freezing: freeze the embeddings (general knowledge and a big share of the parameters, rare words
    would get noisy updates) and train the rest; 8,000 examples are enough for the encoder layers.""",
-        "b5_lr_1e2": """\
-It breaks the model. In my B3 run with 1e-2 the dev accuracy fell to about 0.5 (one class for
-everything) and the weights moved by ~40 % of their norm instead of a fraction of a percent, so the
-model forgot its pre-training and the loss never came down.""",
         "b6_lora_tradeoffs": """\
 LoRA (r = 8 on W_q and W_v) trained ~74.5k parameters, 0.33 % of the 22.7 M of full fine-tuning,
 and got 0.740 dev accuracy against 0.777 for full fine-tuning at 1e-4 (0.567 at 3e-5, but that run

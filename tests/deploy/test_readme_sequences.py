@@ -71,7 +71,7 @@ def test_the_ta_sequence_runs_verbatim_from_a_fresh_clone(clone, repo_root):
     stems = sorted(p.stem for p in (repo_root / "solutions" / "week6").glob("*.ipynb"))
     columns = list(next(iter(rows.values())))
     assert all(f"{stem}_score" in columns and f"{stem}_max_score" in columns for stem in stems), columns
-    assert float(rows["alice_full_solution"]["part_b_bert_gpt_score"]) == 40
+    assert float(rows["alice_full_solution"]["part_b_bert_gpt_score"]) == 46
     auto_total = {s: sum(v for v in expected_scores(expected, s)) for s in STUDENTS}
     for student in STUDENTS:
         assert float(rows[student]["raw_score"]) == pytest.approx(auto_total[student]), student

@@ -316,7 +316,7 @@ def test_partial_credit_reaches_the_gradebook(course):
         notebooks = {s: gradebook.find_submission_notebook(STEM, "week6", s)
                      for s in ("alice_full_solution", "carol_half_correct", "pat")}
         assert {s: nb.code_score for s, nb in notebooks.items()} == {
-            "alice_full_solution": 40, "carol_half_correct": 21, "pat": 39}
+            "alice_full_solution": 46, "carol_half_correct": 27, "pat": 45}
 
 
 @pytest.mark.slow
@@ -340,6 +340,6 @@ def test_export_through_nbgrader_has_notebook_columns(course):
     nbgrader(root, "export", f"--to={out}")
     with out.open(newline="") as handle:
         rows = {row["student_id"]: row for row in csv.DictReader(handle)}
-    assert float(rows["pat"]["part_b_bert_gpt_score"]) == 39 and float(rows["pat"]["part_b_bert_gpt_max_score"]) == 49
+    assert float(rows["pat"]["part_b_bert_gpt_score"]) == 45 and float(rows["pat"]["part_b_bert_gpt_max_score"]) == 57
     assert float(rows["carol_half_correct"]["part_a_discovery_score"]) == 0
     assert list(rows["pat"])[11::2] == [f"{name}_score" for name in load_course().stems]

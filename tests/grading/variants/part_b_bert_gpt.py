@@ -7,7 +7,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from autograder.reference import arithmetic, attention, decoding, losses, masking
+from autograder.reference import arithmetic, attention, decoding, losses, masking, sentence_pairs
 
 
 # ---------------------------------------------------------------- wrong: mask_tokens, one clause each
@@ -816,4 +816,244 @@ ALTERNATIVES += [
      "greedy_decode": greedy_row_by_row},
     {"mlm_signal": mlm_signal_by_ratio, "causal_mask": causal_mask_by_rows,
      "attention_connections": attention_connections_by_complement, "mlm_loss": mlm_loss_by_nll},
+]
+
+
+# ---------------------------------------------------------------- bert_pair_input and make_nsp_pairs
+def bert_pair_input_by_arithmetic(tokens_a, tokens_b, *, cls_id, sep_id, max_length):
+    """Correct: the kept lengths as a min/max formula, one tensor per output by concatenation."""
+    if not tokens_a or not tokens_b or max_length < 5:
+        raise ValueError("two non-empty segments and max_length >= 5")
+    room = max_length - 3
+    n_a, n_b = len(tokens_a), len(tokens_b)
+    if n_a + n_b > room:
+        short = min(n_a, n_b)
+        low = min(short, room // 2) if 2 * short > room else short
+        high = room - low
+        n_a, n_b = (high, low) if n_a > n_b else (low, high)
+    a, b = tokens_a[:n_a], tokens_b[:n_b]
+    ids = torch.tensor([cls_id] + a + [sep_id] + b + [sep_id])
+    types = torch.cat([torch.zeros(len(a) + 2, dtype=torch.long), torch.ones(len(b) + 1, dtype=torch.long)])
+    return {"input_ids": ids, "token_type_ids": types, "attention_mask": torch.ones_like(ids)}
+
+
+def bert_pair_input_by_lengths(tokens_a, tokens_b, *, cls_id, sep_id, max_length):
+    """Correct: one token at a time from the longer segment, then the odd token given back to the
+    segment that was longer at the start (the tokenizer's rule, reached by a loop)."""
+    if len(tokens_a) == 0 or len(tokens_b) == 0:
+        raise ValueError("empty segment")
+    if max_length < 5:
+        raise ValueError("max_length < 5")
+    n_a, n_b = len(tokens_a), len(tokens_b)
+    b_first = n_b >= n_a
+    while n_a + n_b > max_length - 3:
+        if n_a > n_b or (n_a == n_b and not b_first):
+            n_a -= 1
+        else:
+            n_b -= 1
+    if n_a != n_b and abs(n_a - n_b) == 1 and (n_a > n_b) == b_first and n_a + n_b == max_length - 3:
+        n_a, n_b = n_b, n_a  # equal halves but the odd token went to the shorter one: hand it over
+    parts = [[cls_id], tokens_a[:n_a], [sep_id], tokens_b[:n_b], [sep_id]]
+    ids = torch.tensor([t for part in parts for t in part], dtype=torch.int64)
+    types = (torch.arange(len(ids)) > n_a + 1).long()
+    return {"attention_mask": torch.ones(len(ids), dtype=torch.int64), "token_type_ids": types, "input_ids": ids}
+
+
+def make_nsp_pairs_flat(documents, generator):
+    """Correct: the other documents' sentences listed once per document, indexed with randint."""
+    if len(documents) < 2 or any(not d for d in documents):
+        raise ValueError("at least two documents, each with a sentence")
+    out = []
+    for d, document in enumerate(documents):
+        others = [s for e, other in enumerate(documents) if e != d for s in other]
+        for a, following in zip(document, document[1:]):
+            if float(torch.rand(1, generator=generator)) < 0.5:
+                out.append((a, following, 0))
+            else:
+                out.append((a, others[int(torch.randint(0, len(others), (1,), generator=generator))], 1))
+    return out
+
+
+def make_nsp_pairs_multinomial(documents, generator):
+    """Correct: a document drawn in proportion to its size, then a sentence of it; the coin as randint(2)."""
+    if len(documents) < 2:
+        raise ValueError("two documents at least")
+    if min(map(len, documents)) == 0:
+        raise ValueError("an empty document")
+    sizes = torch.tensor([len(d) for d in documents], dtype=torch.float)
+    out = []
+    for d, document in enumerate(documents):
+        weights = sizes.clone()
+        weights[d] = 0
+        for i in range(len(document) - 1):
+            if int(torch.randint(2, (1,), generator=generator)) == 0:
+                out.append((document[i], document[i + 1], 0))
+                continue
+            e = int(torch.multinomial(weights, 1, generator=generator))
+            k = int(torch.randint(len(documents[e]), (1,), generator=generator))
+            out.append((document[i], documents[e][k], 1))
+    return out
+
+
+def _pair(a, b, cls_id, sep_id, types=None):
+    ids = torch.tensor([cls_id, *a, sep_id, *b, sep_id])
+    if types is None:
+        types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    return {"input_ids": ids, "token_type_ids": torch.tensor(types), "attention_mask": torch.ones_like(ids)}
+
+
+def _fit(a, b, max_length, *, odd_to_shorter=False, front=False):
+    """The reference's kept lengths (or, odd_to_shorter, the odd token given to the shorter segment)."""
+    out = sentence_pairs.bert_pair_input(list(a) or [0], list(b) or [0], cls_id=-1, sep_id=-2,
+                                         max_length=max(max_length, 5))
+    n_a = int((out["token_type_ids"] == 0).sum()) - 2
+    n_b = int((out["token_type_ids"] == 1).sum()) - 1
+    if odd_to_shorter and len(a) + len(b) + 3 > max_length and abs(n_a - n_b) == 1 and 2 * min(len(a), len(b)) > max_length - 3:
+        n_a, n_b = n_b, n_a
+    a, b = list(a), list(b)
+    return (a[len(a) - n_a:], b[len(b) - n_b:]) if front else (a[:n_a], b[:n_b])
+
+
+def bert_pair_input_all_type_zero(tokens_a, tokens_b, *, cls_id, sep_id, max_length):
+    out = sentence_pairs.bert_pair_input(tokens_a, tokens_b, cls_id=cls_id, sep_id=sep_id, max_length=max_length)
+    return {**out, "token_type_ids": torch.zeros_like(out["token_type_ids"])}
+
+
+def bert_pair_input_sep_in_segment_a(tokens_a, tokens_b, *, cls_id, sep_id, max_length):
+    """The first [SEP] gets token type 1."""
+    a, b = _fit(tokens_a, tokens_b, max_length)
+    return _pair(a, b, cls_id, sep_id, [0] * (len(a) + 1) + [1] * (len(b) + 2))
+
+
+def bert_pair_input_one_sep(tokens_a, tokens_b, *, cls_id, sep_id, max_length):
+    """No [SEP] at the end."""
+    out = sentence_pairs.bert_pair_input(tokens_a, tokens_b, cls_id=cls_id, sep_id=sep_id, max_length=max_length + 1)
+    return {key: value[:-1] for key, value in out.items()}
+
+
+def bert_pair_input_odd_token_to_the_shorter(tokens_a, tokens_b, *, cls_id, sep_id, max_length):
+    return _pair(*_fit(tokens_a, tokens_b, max_length, odd_to_shorter=True), cls_id, sep_id)
+
+
+def bert_pair_input_cuts_the_front(tokens_a, tokens_b, *, cls_id, sep_id, max_length):
+    return _pair(*_fit(tokens_a, tokens_b, max_length, front=True), cls_id, sep_id)
+
+
+def bert_pair_input_cuts_only_b(tokens_a, tokens_b, *, cls_id, sep_id, max_length):
+    b = list(tokens_b)[:max(1, max_length - 3 - len(tokens_a))]
+    a = list(tokens_a)[:max_length - 3 - len(b)]
+    return _pair(a, b, cls_id, sep_id)
+
+
+def bert_pair_input_ignores_specials_in_length(tokens_a, tokens_b, *, cls_id, sep_id, max_length):
+    """max_length counts the segments only."""
+    return _pair(*_fit(tokens_a, tokens_b, max_length + 3), cls_id, sep_id)
+
+
+def bert_pair_input_int32(tokens_a, tokens_b, *, cls_id, sep_id, max_length):
+    out = sentence_pairs.bert_pair_input(tokens_a, tokens_b, cls_id=cls_id, sep_id=sep_id, max_length=max_length)
+    return {key: value.int() for key, value in out.items()}
+
+
+def bert_pair_input_accepts_empty(tokens_a, tokens_b, *, cls_id, sep_id, max_length):
+    if max_length < 5:
+        raise ValueError("max_length")
+    return _pair(*_fit(tokens_a, tokens_b, max_length), cls_id, sep_id)
+
+
+def bert_pair_input_accepts_short_max_length(tokens_a, tokens_b, *, cls_id, sep_id, max_length):
+    if not tokens_a or not tokens_b:
+        raise ValueError("empty")
+    return _pair(*_fit(tokens_a, tokens_b, max(max_length, 5)), cls_id, sep_id)
+
+
+def bert_pair_input_modifies_input(tokens_a, tokens_b, *, cls_id, sep_id, max_length):
+    out = sentence_pairs.bert_pair_input(tokens_a, tokens_b, cls_id=cls_id, sep_id=sep_id, max_length=max_length)
+    while len(tokens_a) + len(tokens_b) + 3 > max_length:
+        (tokens_a if len(tokens_a) > len(tokens_b) else tokens_b).pop()
+    return out
+
+
+def make_nsp_pairs_labels_swapped(documents, generator):
+    return [(a, b, 1 - label) for a, b, label in sentence_pairs.make_nsp_pairs(documents, generator)]
+
+
+def make_nsp_pairs_own_document_too(documents, generator):
+    """NotNext sentences drawn from the whole corpus, A's document included."""
+    make_nsp_pairs_flat(documents, generator)  # the checks
+    every = [s for d in documents for s in d]
+    out = []
+    for document in documents:
+        for a, following in zip(document, document[1:]):
+            if float(torch.rand(1, generator=generator)) < 0.5:
+                out.append((a, following, 0))
+            else:
+                out.append((a, every[int(torch.randint(0, len(every), (1,), generator=generator))], 1))
+    return out
+
+
+def make_nsp_pairs_biased_coin(documents, generator):
+    """IsNext with probability 0.6."""
+    out = []
+    for d, document in enumerate(documents):
+        others = [s for e, other in enumerate(documents) if e != d for s in other]
+        for a, following in zip(document, document[1:]):
+            if float(torch.rand(1, generator=generator)) < 0.6:
+                out.append((a, following, 0))
+            else:
+                out.append((a, others[int(torch.randint(0, len(others), (1,), generator=generator))], 1))
+    return out
+
+
+def make_nsp_pairs_uniform_over_documents(documents, generator):
+    """A random other document first, then a sentence of it: short documents' sentences come too often."""
+    out = []
+    for d, document in enumerate(documents):
+        others = [other for e, other in enumerate(documents) if e != d]
+        for a, following in zip(document, document[1:]):
+            if float(torch.rand(1, generator=generator)) < 0.5:
+                out.append((a, following, 0))
+            else:
+                other = others[int(torch.randint(0, len(others), (1,), generator=generator))]
+                out.append((a, other[int(torch.randint(0, len(other), (1,), generator=generator))], 1))
+    return out
+
+
+def make_nsp_pairs_global_rng(documents, generator):
+    return sentence_pairs.make_nsp_pairs(documents, None)
+
+
+def make_nsp_pairs_last_sentence_too(documents, generator):
+    """An extra NotNext example for the last sentence of every document."""
+    out = sentence_pairs.make_nsp_pairs(documents, generator)
+    return out + [(document[-1], documents[(d + 1) % len(documents)][0], 1) for d, document in enumerate(documents)]
+
+
+def make_nsp_pairs_one_document_allowed(documents, generator):
+    if len(documents) < 2:
+        return []
+    return sentence_pairs.make_nsp_pairs(documents, generator)
+
+
+def make_nsp_pairs_lists(documents, generator):
+    return [list(example) for example in sentence_pairs.make_nsp_pairs(documents, generator)]
+
+
+def make_nsp_pairs_shuffles_documents(documents, generator):
+    out = sentence_pairs.make_nsp_pairs(documents, generator)
+    documents.reverse()
+    return out
+
+
+def make_nsp_pairs_reseeds(documents, generator):
+    return sentence_pairs.make_nsp_pairs(documents, torch.Generator().manual_seed(0))
+
+
+MUTANTS += [
+    {"bert_pair_input": bert_pair_input_all_type_zero, "make_nsp_pairs": make_nsp_pairs_labels_swapped},
+    {"bert_pair_input": bert_pair_input_odd_token_to_the_shorter, "make_nsp_pairs": make_nsp_pairs_uniform_over_documents},
+]
+ALTERNATIVES += [
+    {"bert_pair_input": bert_pair_input_by_arithmetic, "make_nsp_pairs": make_nsp_pairs_flat},
+    {"bert_pair_input": bert_pair_input_by_lengths, "make_nsp_pairs": make_nsp_pairs_multinomial},
 ]

@@ -1,0 +1,309 @@
+"""What students receive gives no graded answer away.
+
+Students get the release notebooks (``assignments/week6/*.ipynb``) and the handout
+(``handouts/week6.md``, the page built from it, ``week6.html``, and the grading map
+beside it). None of them may contain
+
+(i)  code that solves a graded item: the code between ``### BEGIN SOLUTION`` and
+     ``### END SOLUTION`` of the source notebooks' code cells, or the body of a reference
+     implementation in ``autograder/reference/*.py``;
+(ii) text of a rubric or model answer: the solution part of the source notebooks'
+     written-answer (markdown) cells.
+
+Both are found by overlap of normalised fragments, wherever they sit (code cell,
+markdown cell, print statement, handout paragraph):
+
+- code: runs of ``CODE_NGRAM`` tokens, with comments dropped and each string literal one
+  token. Sixteen tokens is longer than any idiom two pieces of code share by accident
+  (``import torch`` is 2 tokens, ``logits.softmax(dim=-1)`` 9, a whole
+  ``torch.ones(n, n, dtype=torch.bool)`` 14) and shorter than one copied statement of a
+  graded body, let alone a block of a few lines;
+- text: runs of ``TEXT_SHINGLE`` words, lower-cased, LaTeX commands dropped (so
+  ``\\frac``, ``\\mathcal`` are not words). Nine words in the same order do not recur by
+  chance between a question and its rubric, unless one quotes the other.
+
+A failure names the file, the cell index (0-based, as ``nbformat`` counts) and the
+shared fragment, and where the secret comes from. The fix is in the source: reword the
+public text, or the rubric, or take the code out of the release, then ``make regen``.
+
+The last tests plant a copied solution block and a copied rubric sentence into
+in-memory copies of a release notebook and of the handout, and check that both are
+found, so this test cannot pass by finding nothing. Reads JSON and text only: well
+under a second.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import html
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from autograder.notebook import REPO
+
+SOURCE = REPO / "solutions" / "week6"
+RELEASE = REPO / "assignments" / "week6"
+REFERENCE = REPO / "autograder" / "reference"
+HANDOUTS = REPO / "handouts"
+# What students read of the handout: the markdown, the page built from it, and the grading map.
+HANDOUT_FILES = ("week6.md", "week6.html", "grading_map.md")
+
+CODE_NGRAM = 16
+TEXT_SHINGLE = 9
+
+SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION[^\n]*\n?(.*?)### END SOLUTION", re.S)
+STRING = re.compile(r'("""|\'\'\')(?:.|\n)*?\1|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
+COMMENT = re.compile(r"#[^\n]*")
+TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|==|!=|<=|>=|\*\*|//|->|[^\s\w]")
+LATEX_COMMAND = re.compile(r"\\[A-Za-z]+")
+WORD = re.compile(r"[a-z0-9]+")
+
+
+# ------------------------------------------------------------------------------- normalising
+def code_tokens(text: str, *, drop_comments: bool = True) -> list[str]:
+    """Python-like tokens; every string literal is one token (whitespace collapsed)."""
+    tokens: list[str] = []
+    position = 0
+
+    def plain(segment: str) -> list[str]:
+        return TOKEN.findall(COMMENT.sub(" ", segment) if drop_comments else segment)
+
+    for literal in STRING.finditer(text):
+        tokens += plain(text[position:literal.start()])
+        tokens.append(" ".join(literal.group(0).split()))
+        position = literal.end()
+    return tokens + plain(text[position:])
+
+
+def words(text: str) -> list[str]:
+    return WORD.findall(LATEX_COMMAND.sub(" ", text).lower())
+
+
+def runs(sequence: list[str], n: int) -> list[tuple[str, ...]]:
+    return [tuple(sequence[i:i + n]) for i in range(len(sequence) - n + 1)]
+
+
+def page_text(page: str) -> str:
+    """The text of an HTML page: no style, no tags, entities decoded."""
+    page = re.sub(r"<(style|script)\b.*?</\1>", " ", page, flags=re.S | re.I)
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+# ------------------------------------------------------------------------------- the secrets
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return source if isinstance(source, str) else "".join(source)
+
+
+def _grade_id(cell: dict) -> str:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return str(meta.get("grade_id", "")) if isinstance(meta, dict) else ""
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def reference_bodies() -> dict[str, str]:
+    """'autograder/reference/<module>.py: <name>' -> the statements of every function and class
+    body there, without docstrings, signatures or nested definitions (each counted on its own)."""
+    bodies = {}
+    for module in sorted(REFERENCE.glob("*.py")):
+        text = module.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                body = node.body[1:] if ast.get_docstring(node) else node.body
+                body = [b for b in body if not isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+                segment = "\n".join(ast.get_source_segment(text, statement) or "" for statement in body)
+                if segment.strip():
+                    bodies[f"{_shown(module)}: {node.name}"] = segment
+    return bodies
+
+
+@lru_cache(maxsize=1)
+def secrets() -> tuple[dict[tuple[str, ...], str], dict[tuple[str, ...], str]]:
+    """(code n-gram -> origin, rubric shingle -> origin) over every instructor-only text."""
+    code: dict[tuple[str, ...], str] = {}
+    text: dict[tuple[str, ...], str] = {}
+    for path in sorted(SOURCE.glob("*.ipynb")):
+        for index, cell in enumerate(_cells(path)):
+            origin = f"{_shown(path)} cell {index} ({_grade_id(cell) or 'no grade_id'})"
+            for region in SOLUTION_REGION.findall(_source(cell)):
+                if cell.get("cell_type") == "code":
+                    for gram in runs(code_tokens(region), CODE_NGRAM):
+                        code.setdefault(gram, f"the solution code of {origin}")
+                else:
+                    for gram in runs(words(region), TEXT_SHINGLE):
+                        text.setdefault(gram, f"the rubric / model answer of {origin}")
+    for origin, body in reference_bodies().items():
+        for gram in runs(code_tokens(body), CODE_NGRAM):
+            code.setdefault(gram, f"the reference implementation {origin}")
+    return code, text
+
+
+# ------------------------------------------------------------------------------- the detector
+@dataclass(frozen=True)
+class Leak:
+    where: str        # the file students receive
+    cell: int | None  # the cell index in a notebook (0-based); None for a handout file
+    kind: str         # "solution code" or "rubric text"
+    fragment: str     # the shared fragment, as normalised tokens or words
+    origin: str       # where the secret comes from
+
+    def __str__(self) -> str:
+        place = f"{self.where}, cell {self.cell}" if self.cell is not None else self.where
+        fragment = self.fragment if len(self.fragment) <= 240 else self.fragment[:237] + "..."
+        return f"{place}: {self.kind} from {self.origin}: {fragment!r}"
+
+
+def _merged(hits: list[int], n: int) -> list[tuple[int, int]]:
+    """Maximal spans [start, end) covered by the matching runs of length ``n`` that start at ``hits``."""
+    spans: list[tuple[int, int]] = []
+    for start in hits:
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], start + n))
+        else:
+            spans.append((start, start + n))
+    return spans
+
+
+def _found(sequence: list[str], n: int, known: dict[tuple[str, ...], str]) -> list[tuple[str, str]]:
+    """(shared fragment, origin of its first run) for every stretch of ``sequence`` found in ``known``."""
+    hits = [i for i, gram in enumerate(runs(sequence, n)) if gram in known]
+    return [(" ".join(sequence[a:b]), known[tuple(sequence[a:a + n])]) for a, b in _merged(hits, n)]
+
+
+def find_leaks(text: str, where: str, cell: int | None = None, *, is_code: bool = False) -> list[Leak]:
+    """Every fragment of ``text`` that is solution code or rubric text."""
+    code, rubric = secrets()
+    leaks = [Leak(where, cell, "solution code", fragment, origin)
+             for fragment, origin in _found(code_tokens(text, drop_comments=is_code), CODE_NGRAM, code)]
+    leaks += [Leak(where, cell, "rubric text", fragment, origin)
+              for fragment, origin in _found(words(text), TEXT_SHINGLE, rubric)]
+    return leaks
+
+
+def notebook_leaks(notebook: dict, where: str) -> list[Leak]:
+    leaks = []
+    for index, cell in enumerate(notebook["cells"]):
+        leaks += find_leaks(_source(cell), where, index, is_code=cell.get("cell_type") == "code")
+    return leaks
+
+
+def handout_text(name: str) -> str:
+    text = (HANDOUTS / name).read_text(encoding="utf-8")
+    return page_text(text) if name.endswith(".html") else text
+
+
+def _report(leaks: list[Leak]) -> str:
+    return ("answers given away to students (reword the public text or the rubric in the source, or take "
+            "the code out; then `make regen`):\n" + "\n".join(f"- {leak}" for leak in leaks))
+
+
+# ------------------------------------------------------------------------------- the checks
+RELEASED = sorted(path.stem for path in RELEASE.glob("*.ipynb"))
+
+
+def test_there_is_something_to_protect():
+    """The secrets are found at all (a broken marker pattern would make every check pass)."""
+    code, rubric = secrets()
+    origins = {origin.split(" cell ")[0] for origin in [*code.values(), *rubric.values()]}
+    assert len(code) > 5000 and len(rubric) > 5000, (len(code), len(rubric))
+    assert {f"the solution code of {_shown(SOURCE / f'{stem}.ipynb')}" for stem in RELEASED} <= origins
+    assert {f"the rubric / model answer of {_shown(SOURCE / f'{stem}.ipynb')}" for stem in RELEASED} <= origins
+    assert any(origin.startswith("the reference implementation") for origin in code.values())
+    assert RELEASED == sorted(path.stem for path in SOURCE.glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("stem", RELEASED)
+def test_release_notebook_gives_no_answer_away(stem):
+    path = RELEASE / f"{stem}.ipynb"
+    leaks = notebook_leaks(json.loads(path.read_text(encoding="utf-8")), _shown(path))
+    assert not leaks, _report(leaks)
+
+
+@pytest.mark.parametrize("name", HANDOUT_FILES)
+def test_handout_gives_no_answer_away(name):
+    leaks = find_leaks(handout_text(name), _shown(HANDOUTS / name))
+    assert not leaks, _report(leaks)
+
+
+# ------------------------------------------------------------------------------- the detector detects
+def _solution_block(stem: str, grade_id: str, lines: int = 3) -> str:
+    """The first ``lines`` code lines (no comments, no blank lines) of a source solution region."""
+    (cell,) = [c for c in _cells(SOURCE / f"{stem}.ipynb") if _grade_id(c) == grade_id]
+    (region,) = SOLUTION_REGION.findall(_source(cell))
+    code = [line for line in region.splitlines() if line.strip() and not line.strip().startswith("#")]
+    return "\n".join(line.strip() for line in code[:lines])
+
+
+def _rubric_sentence(stem: str, grade_id: str) -> str:
+    """One line of prose from the model answer of a written-answer cell of the source."""
+    (cell,) = [c for c in _cells(SOURCE / f"{stem}.ipynb") if _grade_id(c) == grade_id]
+    (region,) = SOLUTION_REGION.findall(_source(cell))
+    return max(region.splitlines(), key=lambda line: len(words(line)))
+
+
+def test_a_planted_solution_and_rubric_sentence_are_found_in_a_notebook():
+    path = RELEASE / "exercise1_masked_predictions.ipynb"
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    assert not notebook_leaks(notebook, "copy")
+    planted = copy.deepcopy(notebook)
+    code_cell = next(i for i, c in enumerate(planted["cells"]) if c["cell_type"] == "code" and not _grade_id(c))
+    text_cell = next(i for i, c in enumerate(planted["cells"]) if c["cell_type"] == "markdown" and not _grade_id(c))
+    block = _solution_block("part_b_bert_gpt", "mask_tokens")
+    sentence = _rubric_sentence("part_b_finetuning", "b3_large_lr")
+    planted["cells"][code_cell]["source"] = _source(planted["cells"][code_cell]) + "\n\n# my helper\n" + block
+    planted["cells"][text_cell]["source"] = _source(planted["cells"][text_cell]) + "\n\nHint: " + sentence + "\n"
+
+    leaks = notebook_leaks(planted, "copy")
+    by_kind = {leak.kind: leak for leak in leaks}
+    assert set(by_kind) == {"solution code", "rubric text"} and len(leaks) == 2, [str(leak) for leak in leaks]
+    assert by_kind["solution code"].cell == code_cell
+    assert "part_b_bert_gpt.ipynb cell" in by_kind["solution code"].origin
+    assert "(mask_tokens)" in by_kind["solution code"].origin
+    assert by_kind["rubric text"].cell == text_cell
+    assert "(b3_large_lr)" in by_kind["rubric text"].origin
+    # The reported fragment is the whole shared run, not just its first n-gram.
+    assert len(by_kind["rubric text"].fragment.split()) == len(words(sentence))
+    assert str(by_kind["rubric text"]).startswith(f"copy, cell {text_cell}: rubric text from ")
+
+
+def test_a_planted_reference_body_and_rubric_sentence_are_found_in_the_handout():
+    handout = handout_text("week6.md")
+    assert not find_leaks(handout, "copy")
+    origin, body = next((o, b) for o, b in reference_bodies().items() if o.endswith("losses.py: clm_loss"))
+    reference = "\n".join([line for line in body.splitlines() if "#" not in line][:3])
+    sentence = _rubric_sentence("part_b_bert_gpt", "b_nsp_dropped")
+    planted = handout.replace("## Theory exercises\n",
+                              f"## Theory exercises\n\n```python\n{reference}\n```\n\n{sentence}\n", 1)
+    leaks = {leak.kind: leak for leak in find_leaks(planted, "copy")}
+    assert sorted(leaks) == ["rubric text", "solution code"], [str(leak) for leak in leaks.values()]
+    assert leaks["solution code"].origin == f"the reference implementation {origin}"
+    assert leaks["solution code"].cell is None and "(b_nsp_dropped)" in leaks["rubric text"].origin
+    page = page_text(f"<html><style>p {{}}</style><body><p>{html.escape(sentence)}</p></body></html>")
+    assert [leak.kind for leak in find_leaks(page, "copy")] == ["rubric text"]
+
+
+def test_shared_idioms_are_not_leaks():
+    ordinary = """\
+import torch
+import torch.nn.functional as F
+probs = logits.softmax(dim=-1)
+mask = torch.ones(n, n, dtype=torch.bool)
+loss = F.cross_entropy(logits, labels)
+with torch.no_grad():
+    out = model(**batch)
+"""
+    assert find_leaks(ordinary, "idioms", is_code=True) == []
+    question = "Why does fine-tuning use a small learning rate? Quote the numbers your notebook printed."
+    assert find_leaks(question, "question") == []
