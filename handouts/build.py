@@ -83,7 +83,8 @@ TOPICS: list[tuple[str, str, list[tuple]]] = [
         ("part_b_bert_gpt", "cat_next_word_probs"), ("part_b_bert_gpt", "clm_loss"),
         ("part_b_bert_gpt", "mlm_loss"), ("part_b_bert_gpt", "sample_next_token"),
         ("part_b_bert_gpt", "greedy_decode"), ("part_b_bert_gpt", "beam_search"),
-        ("part_b_bert_gpt", "b2_always_pick_highest"), ("part_b_bert_gpt", "b2_temperature")]),
+        ("part_b_bert_gpt", "b2_always_pick_highest"), ("part_b_bert_gpt", "b2_temperature"),
+        ("part_b_bert_gpt", "b2_why_decoder_only")]),
     ("B3", "Fine-tuning mathematics", [
         ("part_b_finetuning", "linear_warmup_decay"), ("part_b_finetuning", "freeze_layers"),
         ("part_b_finetuning", "train_epoch"), ("part_b_finetuning", "evaluate"),
@@ -102,7 +103,8 @@ TOPICS: list[tuple[str, str, list[tuple]]] = [
     ("T1", "Theory: fifteen of a hundred tokens", [
         ("part_b_bert_gpt", "mlm_signal", "B1"), ("part_b_bert_gpt", "b1_why_not_50_percent", "B1")]),
     ("T2", "Theory: training signal, MLM vs CLM", [
-        ("exercise1_masked_predictions", "ex1_mlm_vs_clm_signal", "PT"), ("part_b_bert_gpt", "mlm_signal", "B1")]),
+        ("exercise1_masked_predictions", "ex1_mlm_vs_clm_signal", "PT"), ("part_b_bert_gpt", "mlm_signal", "B1"),
+        ("exercise1_masked_predictions", "bits_per_example")]),
     ("T3", "Theory: the gradient of the MLM loss", [
         ("part_b_bert_gpt", "b2_mlm_gradient")]),
     ("T4", "Theory: why next-sentence prediction was dropped", [

@@ -1,5 +1,5 @@
 """Hidden tests of exercise1_masked_predictions.ipynb: the top-k predictions of a
-masked LM at each [MASK] of a sequence.
+masked LM at each [MASK] of a sequence, and the bits of supervision per example.
 
 Inputs are built from fixed seeds; the expected answer comes from
 ``autograder.reference.scoring.top_k_mask_predictions`` in this process. Logits
@@ -8,12 +8,14 @@ fixed whatever way a correct solution sorts.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
-from autograder.reference import scoring
+from autograder.reference import arithmetic, scoring
 from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
-from autograder.suite import (expect, expect_close, expect_equal, expect_pair, expect_tensor, generator, graded,
-                              on_devices, redrawn, top_gaps_at_least)
+from autograder.suite import (drawn_ints, expect, expect_close, expect_equal, expect_number, expect_pair, expect_tensor,
+                              generator, graded, on_devices, redrawn, top_gaps_at_least)
 
 MASK = 7  # a [MASK] id that is not BERT's 103: the function must use the argument
 
@@ -121,3 +123,44 @@ def test_top_k_mask_predictions_precision_and_bad_k(student, device):
         expect(reply["raised"] == "ValueError",
                f"top_k_mask_predictions(..., k={k}) with a vocabulary of {vocab} must raise ValueError "
                f"(1 <= k <= V), got {reply['raised'] or 'no exception'}")
+
+
+# =============================================================== bits_per_example (2)
+BITS_KEYS = ("mlm_targets", "clm_targets", "mlm_bits", "clm_bits", "clm_over_mlm")
+
+
+def _expect_bits(student, seq_len: int, mask_rate: float, mlm: float, clm: float) -> None:
+    what = (f"bits_per_example({seq_len}, mask_rate={mask_rate}, mlm_bits_per_target={mlm}, "
+            f"clm_bits_per_target={clm})")
+    actual = student.call(seq_len, mask_rate=mask_rate, mlm_bits_per_target=mlm, clm_bits_per_target=clm)
+    expected = arithmetic.bits_per_example(seq_len, mask_rate=mask_rate, mlm_bits_per_target=mlm,
+                                           clm_bits_per_target=clm)
+    expect(type(actual) is dict, f"{what} must return a dict, got {type(actual).__name__}")
+    expect(set(actual) == set(BITS_KEYS), f"{what} must have exactly the keys {sorted(BITS_KEYS)}, got {sorted(actual)}")
+    for key in BITS_KEYS:
+        expect(type(actual[key]) is float, f"{what}[{key!r}] must be a Python float, got {type(actual[key]).__name__}")
+        if math.isinf(expected[key]):
+            expect(actual[key] == expected[key], f"{what}[{key!r}] is {actual[key]!r}, expected inf (mlm_bits is 0)")
+        else:
+            expect_number(actual[key], expected[key], rel=1e-9, abs_tol=1e-12, what=f"{what}[{key!r}]")
+
+
+@graded("test_bits_per_example", points=1)
+def test_bits_per_example_values(student):
+    for seq_len, mask_rate, mlm, clm in [(128, 0.15, 12.97, 12.97), (128, 0.15, 4.97, 6.01), (512, 0.4, 3.0, 7.5)]:
+        _expect_bits(student, seq_len, mask_rate, mlm, clm)
+    seq_len, percent, mlm, clm = drawn_ints(40, 2, 4096), drawn_ints(41, 1, 101), *drawn_ints(42, 1, 2000, count=2)
+    _expect_bits(student, seq_len[0], percent[0] / 100, mlm / 100, clm / 100)  # a drawn case
+
+
+@graded("test_bits_per_example", points=1)
+def test_bits_per_example_edge_cases(student):
+    _expect_bits(student, 2, 1.0, 1.0, 1.0)  # the shortest sequence, everything masked
+    _expect_bits(student, 10, 0.5, 0.0, 3.0)  # no bits from the MLM targets: the ratio is inf
+    for args, what in [((1, 0.15, 1.0, 1.0), "seq_len=1"), ((10, 0.0, 1.0, 1.0), "mask_rate=0"),
+                       ((10, 1.5, 1.0, 1.0), "mask_rate=1.5"), ((10, 0.15, -1.0, 1.0), "negative bits")]:
+        seq_len, mask_rate, mlm, clm = args
+        reply = student.probe("raises", name="bits_per_example", args=[seq_len],
+                              kwargs=dict(mask_rate=mask_rate, mlm_bits_per_target=mlm, clm_bits_per_target=clm))
+        expect(reply["raised"] == "ValueError", f"bits_per_example with {what} must raise ValueError, "
+               + ("it returned normally" if reply["raised"] is None else f"it raised {reply['raised']}"))

@@ -1,5 +1,7 @@
 """The handout's pen-and-paper exercises, as functions returning plain numbers."""
 
+import math
+
 import torch
 
 from .attention import softmax
@@ -110,3 +112,35 @@ def lora_savings(d: int = 768, r: int = 16, total_params: float = 340e6) -> dict
     """
     trainable = lora_parameter_count(d, d, r)
     return {"trainable": trainable, "fraction_of_total": trainable / total_params}
+
+
+def bits_per_example(
+    seq_len: int, *, mask_rate: float, mlm_bits_per_target: float, clm_bits_per_target: float
+) -> dict[str, float]:
+    """Bits of supervision that one training example of ``seq_len`` tokens gives each objective.
+
+    Every prediction target carries, on average, as many bits as the model's cross-entropy on
+    it (log2 of the vocabulary size for a model that knows nothing, less once it has learned;
+    nats / ln 2 from a measured loss):
+
+        mlm_targets = mask_rate * seq_len     (an expected count: only the masked tokens)
+        clm_targets = seq_len - 1             (every token but the first, in one sequence)
+        mlm_bits    = mlm_targets * mlm_bits_per_target
+        clm_bits    = clm_targets * clm_bits_per_target
+        clm_over_mlm = clm_bits / mlm_bits    (inf when mlm_bits is 0)
+
+    All five are Python floats. Raises ValueError for ``seq_len < 2`` (no CLM target), a
+    ``mask_rate`` outside (0, 1], or a negative number of bits per target.
+    """
+    if seq_len < 2:
+        raise ValueError(f"seq_len must be at least 2 (one CLM target), got {seq_len}")
+    if not 0 < mask_rate <= 1:
+        raise ValueError(f"mask_rate must be in (0, 1], got {mask_rate}")
+    if mlm_bits_per_target < 0 or clm_bits_per_target < 0:
+        raise ValueError("bits per target cannot be negative")
+    mlm_targets = mask_rate * seq_len
+    clm_targets = float(seq_len - 1)
+    mlm_bits = mlm_targets * mlm_bits_per_target
+    clm_bits = clm_targets * clm_bits_per_target
+    return {"mlm_targets": mlm_targets, "clm_targets": clm_targets, "mlm_bits": mlm_bits, "clm_bits": clm_bits,
+            "clm_over_mlm": clm_bits / mlm_bits if mlm_bits else math.inf}

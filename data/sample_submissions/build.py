@@ -184,6 +184,13 @@ doesn't really learn how sentences connect. RoBERTa tried it without NSP, feedin
 of text instead of pairs, and got the same or slightly better scores on the benchmarks. Lesson: an
 extra task is only worth it if there is no cheap trick to solve it, and you have to test it by
 changing only that one thing.""",
+        "b2_why_decoder_only": """\
+Every token is a target for a decoder, so it gets about 6.7 times the training signal of BERT per
+pass, and there is no masking recipe to tune. It is also used exactly the way it was trained (predict
+the next token), while BERT trains with [MASK] tokens it never sees later and needs a new head for
+every task. And any task can be written as text, so one model can do them all, and at GPT-3's size
+it could even do new tasks from a few examples in the prompt. An encoder is still a good choice for
+classification or NER when it has to be cheap and fast, since it reads the whole sentence at once.""",
         "b2_always_pick_highest": """\
 You always get the same text for the same prompt, and it's very generic: ours started a standard
 story about "a young girl named Emma" who finds a box in her attic, and beam search was even blander

@@ -1,9 +1,11 @@
 """Stand-in students for the hidden suite of exercise 1 (masked predictions)."""
 from __future__ import annotations
 
+import math
+
 import torch
 
-from autograder.reference import scoring
+from autograder.reference import arithmetic, scoring
 
 
 # ---------------------------------------------------------------- wrong
@@ -142,3 +144,85 @@ def top_k_by_boolean_rows(logits, input_ids, mask_token_id, k=5):
 
 
 ALTERNATIVES += [{"top_k_mask_predictions": top_k_by_boolean_rows}]
+
+
+# ---------------------------------------------------------------- bits_per_example
+def bits_by_ratio_of_rates(seq_len, *, mask_rate, mlm_bits_per_target, clm_bits_per_target):
+    """Correct: the ratio from the per-token rates, the counts from it."""
+    if seq_len < 2 or not (0 < mask_rate <= 1) or min(mlm_bits_per_target, clm_bits_per_target) < 0:
+        raise ValueError("out of range")
+    counts = {"mlm_targets": seq_len * mask_rate, "clm_targets": seq_len - 1.0}
+    bits = {"mlm_bits": counts["mlm_targets"] * mlm_bits_per_target,
+            "clm_bits": counts["clm_targets"] * clm_bits_per_target}
+    ratio = ((seq_len - 1) * clm_bits_per_target) / (seq_len * mask_rate * mlm_bits_per_target) \
+        if mlm_bits_per_target else math.inf
+    return {**counts, **bits, "clm_over_mlm": float(ratio)}
+
+
+def bits_in_one_expression(seq_len, *, mask_rate, mlm_bits_per_target, clm_bits_per_target):
+    """Correct: checks with explicit raises, floats through float()."""
+    for ok, message in ((seq_len >= 2, "seq_len"), (0 < mask_rate <= 1, "mask_rate"),
+                        (mlm_bits_per_target >= 0 and clm_bits_per_target >= 0, "bits")):
+        if not ok:
+            raise ValueError(message)
+    m, c = float(mask_rate * seq_len), float(seq_len - 1)
+    mb, cb = float(m * mlm_bits_per_target), float(c * clm_bits_per_target)
+    return dict(mlm_targets=m, clm_targets=c, mlm_bits=mb, clm_bits=cb, clm_over_mlm=cb / mb if mb > 0 else math.inf)
+
+
+def _bits(seq_len, mask_rate, mlm, clm):
+    return arithmetic.bits_per_example(seq_len, mask_rate=mask_rate, mlm_bits_per_target=mlm, clm_bits_per_target=clm)
+
+
+def bits_clm_counts_every_token(seq_len, *, mask_rate, mlm_bits_per_target, clm_bits_per_target):
+    out = _bits(seq_len, mask_rate, mlm_bits_per_target, clm_bits_per_target)
+    clm_bits = seq_len * clm_bits_per_target
+    return {**out, "clm_targets": float(seq_len), "clm_bits": clm_bits,
+            "clm_over_mlm": clm_bits / out["mlm_bits"] if out["mlm_bits"] else math.inf}
+
+
+def bits_mlm_targets_rounded(seq_len, *, mask_rate, mlm_bits_per_target, clm_bits_per_target):
+    out = _bits(seq_len, mask_rate, mlm_bits_per_target, clm_bits_per_target)
+    targets = float(round(mask_rate * seq_len))
+    mlm_bits = targets * mlm_bits_per_target
+    return {**out, "mlm_targets": targets, "mlm_bits": mlm_bits,
+            "clm_over_mlm": out["clm_bits"] / mlm_bits if mlm_bits else math.inf}
+
+
+def bits_ratio_inverted(seq_len, *, mask_rate, mlm_bits_per_target, clm_bits_per_target):
+    out = _bits(seq_len, mask_rate, mlm_bits_per_target, clm_bits_per_target)
+    return {**out, "clm_over_mlm": out["mlm_bits"] / out["clm_bits"] if out["clm_bits"] else math.inf}
+
+
+def bits_same_bits_for_both(seq_len, *, mask_rate, mlm_bits_per_target, clm_bits_per_target):
+    """Uses the MLM bits per target for the CLM too."""
+    return _bits(seq_len, mask_rate, mlm_bits_per_target, mlm_bits_per_target)
+
+
+def bits_zero_division(seq_len, *, mask_rate, mlm_bits_per_target, clm_bits_per_target):
+    out = _bits(seq_len, mask_rate, mlm_bits_per_target, clm_bits_per_target)
+    return {**out, "clm_over_mlm": out["clm_bits"] / out["mlm_bits"] if out["mlm_bits"] else 0.0}
+
+
+def bits_accepts_one_token(seq_len, *, mask_rate, mlm_bits_per_target, clm_bits_per_target):
+    if seq_len < 2:
+        return {k: 0.0 for k in ("mlm_targets", "clm_targets", "mlm_bits", "clm_bits", "clm_over_mlm")}
+    return _bits(seq_len, mask_rate, mlm_bits_per_target, clm_bits_per_target)
+
+
+def bits_accepts_any_rate(seq_len, *, mask_rate, mlm_bits_per_target, clm_bits_per_target):
+    return _bits(seq_len, min(max(mask_rate, 1e-9), 1.0), mlm_bits_per_target, clm_bits_per_target) \
+        if not 0 < mask_rate <= 1 else _bits(seq_len, mask_rate, mlm_bits_per_target, clm_bits_per_target)
+
+
+def bits_int_targets(seq_len, *, mask_rate, mlm_bits_per_target, clm_bits_per_target):
+    out = _bits(seq_len, mask_rate, mlm_bits_per_target, clm_bits_per_target)
+    return {**out, "clm_targets": seq_len - 1}
+
+
+MUTANTS += [{"bits_per_example": bits_clm_counts_every_token}, {"bits_per_example": bits_ratio_inverted}]
+ALTERNATIVES += [{"bits_per_example": bits_by_ratio_of_rates}, {"bits_per_example": bits_in_one_expression}]
+
+
+def bits_accepts_negative(seq_len, *, mask_rate, mlm_bits_per_target, clm_bits_per_target):
+    return _bits(seq_len, mask_rate, abs(mlm_bits_per_target), abs(clm_bits_per_target))
