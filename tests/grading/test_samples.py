@@ -55,7 +55,8 @@ def test_sample_scores(graded, key):
     if expected.get("needs_bwrap") and report["sandbox"] != "bwrap":
         pytest.skip("this cheat is only stopped by the bubblewrap sandbox (file-system isolation)")
     assert report["score"] == expected["score"], (
-        f"{key}: scored {report['score']}, expected {expected['score']}: "
+        f"{key}: scored {report['score']}, expected {expected['score']} (outcome {report.get('outcome')}, "
+        f"{report.get('duration_s')} s, warnings {report.get('warnings')}): "
         + "; ".join(f"{t['test']}={t['status']}" for t in report["tests"] if t["status"] != "passed")
     )
     assert report["max_score"] == expected["max_score"]
