@@ -135,6 +135,8 @@ RULES: dict[str, Rule] = {
                         "build lora_A and lora_B as nn.Parameter yourself"),
     "apply_lora": _rule(("peft", "LoraConfig", "get_peft_model", "LoraModel"),
                         "replace the nn.Linear modules with your LoRALinear"),
+    "peft_parameter_counts": _rule(("peft", "LoraConfig", "PromptTuningConfig", "get_peft_model", "PeftModel"),
+                                   "count from the model's modules and config yourself"),
 }
 
 

@@ -96,7 +96,8 @@ TOPICS: list[tuple[str, str, list[tuple]]] = [
         ("part_b_finetuning", "finetune_config"), ("part_b_finetuning", "generation_settings")]),
     ("B6", "LoRA and the cost of training", [
         ("part_b_finetuning", "lora_linear"), ("part_b_finetuning", "lora_parameter_count"),
-        ("part_b_finetuning", "apply_lora"), ("part_b_finetuning", "fine_tuning_footprint"),
+        ("part_b_finetuning", "apply_lora"), ("part_b_finetuning", "bottleneck_adapter"),
+        ("part_b_finetuning", "peft_parameter_counts"), ("part_b_finetuning", "fine_tuning_footprint"),
         ("part_b_finetuning", "b6_lora_tradeoffs")]),
     ("B7", "Critical thinking", [
         ("part_b_finetuning", "b7_limitations"), ("part_b_finetuning", "b7_bias")]),

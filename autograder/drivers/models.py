@@ -20,6 +20,11 @@ than the call's.
 * ``bert_classifier(seed, device="cpu", vocab_size=64, hidden=32, layers=2,
   heads=4, num_labels=3, dropout=0.0)``: a seeded ``BertForSequenceClassification``
   in eval mode.
+* ``bert_classifier_sized(seed, vocab_size=64, hidden=32, layers=2, heads=4,
+  intermediate=48, num_labels=3, type_vocab_size=2, max_positions=40)``: the same
+  class with every size its own parameter (the feed-forward width too, which
+  ``bert_classifier`` ties to twice the hidden size), in eval mode on the CPU, for
+  code that reads the sizes off a model.
 * ``bigram_lm(log_probs, device="cpu")``: a fake causal LM whose next-token
   log-probabilities ([V, V] table, row = last token) depend on the last token only,
   for hand-computed decoding cases.
@@ -80,6 +85,23 @@ def bert_classifier(seed: int = 0, device: str = "cpu", vocab_size: int = 64, hi
     with seeded(seed):
         model = BertForSequenceClassification(config)
     return model.to(device).eval()
+
+
+@register_fixture("bert_classifier_sized", imports=("transformers.models.bert.modeling_bert",))
+def bert_classifier_sized(seed: int = 0, vocab_size: int = 64, hidden: int = 32, layers: int = 2,
+                          heads: int = 4, intermediate: int = 48, num_labels: int = 3,
+                          type_vocab_size: int = 2, max_positions: int = 40):
+    """A seeded ``BertForSequenceClassification`` of the given sizes (eager attention), in eval mode."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=heads, intermediate_size=intermediate,
+                        max_position_embeddings=max_positions, type_vocab_size=type_vocab_size,
+                        num_labels=num_labels, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        attn_implementation="eager", pad_token_id=0)
+    with seeded(seed):
+        model = BertForSequenceClassification(config)
+    return model.eval()
 
 
 class BigramLM(nn.Module):

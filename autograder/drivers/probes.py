@@ -11,7 +11,8 @@ generators as it found them.
 Probes (``student.probe(name, **params)``), each documented below:
 ``seeded_call``, ``call_keeping_inputs``, ``raises``, ``train_epoch_run``,
 ``evaluate_run``, ``freeze_layers_run``, ``lora_layer``, ``apply_lora_run``,
-``subsample_balanced_seeds``, ``truncate_encoder_run``.
+``bottleneck_adapter_run``, ``peft_counts_run``, ``subsample_balanced_seeds``,
+``truncate_encoder_run``.
 """
 from __future__ import annotations
 
@@ -384,6 +385,150 @@ def apply_lora_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[st
     params = dict(params)
     model = params.pop("model")
     return drive_apply_lora(student_definition(namespace, params.pop("name", "apply_lora")), model, **params)
+
+
+# -- beyond LoRA: bottleneck adapters and trainable-parameter counts
+ADAPTER_PARTS = ("down.weight", "down.bias", "up.weight", "up.bias")
+
+
+def _adapter_part(adapter: nn.Module, part: str) -> Any:
+    """``adapter.down.weight`` and the like, reached through the attributes (None when missing)."""
+    module_name, _, attribute = part.partition(".")
+    return getattr(getattr(adapter, module_name, None), attribute, None)
+
+
+def drive_bottleneck_adapter(cls: type, *, hidden_size: int, bottleneck: int, x: torch.Tensor,
+                             device: str = "cpu", init_seed: int = 1,
+                             weights: dict[str, torch.Tensor] | None = None,
+                             grad_output: torch.Tensor | None = None) -> dict[str, Any]:
+    """Build ``cls(hidden_size, bottleneck)``, move it to ``x``'s device and dtype, and run it on ``x``.
+
+    The adapter is built on the CPU with the global generators seeded with ``init_seed`` (and
+    restored afterwards), then moved with ``.to(device=..., dtype=x.dtype)``. ``initial_output``
+    is its output on ``x`` right away; when ``weights`` ({"down.weight": ..., "down.bias": ...,
+    "up.weight": ..., "up.bias": ...}) are given they are copied into the adapter's ``down`` and
+    ``up`` layers, ``output = adapter(x)`` (without gradients), and then ``(adapter(x) *
+    grad_output).sum()`` is back-propagated. Every forward pass gets a copy of ``x``, compared
+    with ``x`` afterwards.
+
+    Returns (detached copies): ``linears`` ({"down"/"up": [class name, in_features,
+    out_features, has a bias] or None when the attribute is no ``nn.Linear``}), ``initial``
+    ({part: tensor} of the four parts right after construction, on the CPU in float64, None when
+    missing), ``extra_parameters`` (names of parameters that are none of the four parts),
+    ``frozen`` (names of parameters with requires_grad False), ``trainable`` (number of trainable
+    scalars), ``initial_output``, ``x_unchanged`` (the forward passes left their copy of ``x`` as
+    it was), and with weights ``output``, ``grads`` ({part: gradient or None}) and
+    ``backward_error`` (the message of a RuntimeError raised by the backward pass, else None).
+    """
+    with forked_rng("cpu", init_seed):
+        adapter = cls(hidden_size, bottleneck)
+    adapter = adapter.to(device=device, dtype=x.dtype)
+    parts = {part: _adapter_part(adapter, part) for part in ADAPTER_PARTS}
+    ids = {id(p) for p in parts.values() if isinstance(p, nn.Parameter)}
+    named = dict(adapter.named_parameters())
+    linears = {}
+    for name in ("down", "up"):
+        layer = getattr(adapter, name, None)
+        linears[name] = ([type(layer).__name__, layer.in_features, layer.out_features, layer.bias is not None]
+                         if isinstance(layer, nn.Linear) else None)
+    result: dict[str, Any] = {
+        "linears": linears,
+        "initial": {part: (p.detach().to("cpu", torch.float64).clone() if isinstance(p, torch.Tensor) else None)
+                    for part, p in parts.items()},
+        "extra_parameters": sorted(name for name, p in named.items() if id(p) not in ids),
+        "frozen": sorted(name for name, p in named.items() if not p.requires_grad),
+        "trainable": int(sum(p.numel() for p in named.values() if p.requires_grad)),
+    }
+    copies = [x.clone()]
+    with torch.no_grad():
+        result["initial_output"] = adapter(copies[-1]).detach().clone()
+    if weights is not None:
+        for part, value in weights.items():
+            mine = parts[part]
+            if not isinstance(mine, nn.Parameter) or mine.shape != value.shape:
+                found = "missing" if mine is None else f"of shape {list(getattr(mine, 'shape', []))}"
+                raise AttributeError(f"the adapter's {part} is {found}; expected an nn.Parameter of shape "
+                                     f"{list(value.shape)}")
+        with torch.no_grad():
+            for part, value in weights.items():
+                parts[part].copy_(value)
+            copies.append(x.clone())
+            result["output"] = adapter(copies[-1]).detach().clone()
+        copies.append(x.clone())
+        result["backward_error"] = None
+        try:
+            output = adapter(copies[-1])
+            if output.requires_grad:
+                (output * grad_output).sum().backward()
+        except RuntimeError as err:  # e.g. autograd refusing an input modified in place
+            result["backward_error"] = str(err)[:300]
+        result["grads"] = {part: (None if getattr(p, "grad", None) is None else p.grad.detach().clone())
+                           for part, p in parts.items()}
+    result["x_unchanged"] = all(torch.equal(seen, x) for seen in copies)
+    return result
+
+
+@register_probe("bottleneck_adapter_run")
+def bottleneck_adapter_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """``drive_bottleneck_adapter`` with the student's class (``class_name``, default
+    "BottleneckAdapter"); params are the driver's keywords."""
+    params = dict(params)
+    cls = student_definition(namespace, params.pop("class_name", "BottleneckAdapter"))
+    return drive_bottleneck_adapter(cls, **params)
+
+
+def _model_state(model: nn.Module) -> dict[str, Any]:
+    return {
+        "modules": [(name, type(module).__name__) for name, module in model.named_modules()],
+        "parameters": {name: (p.detach().clone(), bool(p.requires_grad)) for name, p in model.named_parameters()},
+        "training": bool(model.training),
+    }
+
+
+def drive_peft_parameter_counts(function: Callable, model: nn.Module, *, kwargs: dict[str, Any],
+                                frozen: list[str] = (), catch: bool = False) -> dict[str, Any]:
+    """``function(model, **kwargs)`` on a BERT classifier, and whether the model is left as it was.
+
+    First every parameter whose name starts with one of ``frozen`` gets requires_grad=False (a
+    model part-way through some experiment: the counts must not depend on it).
+
+    Returns ``{"counts": what the function returned, "changes": what differs in the model
+    afterwards (modules added, removed or replaced, parameters whose values or requires_grad
+    changed, the train/eval mode), at most 5 lines}``, or ``{"raised": ...}`` when ``catch`` and
+    it raised.
+    """
+    def run() -> dict[str, Any]:
+        for name, p in model.named_parameters():
+            if name.startswith(tuple(frozen)):
+                p.requires_grad_(False)
+        before = _model_state(model)
+        counts = function(model, **kwargs)
+        after = _model_state(model)
+        changes = [f"module {name} ({kind}) is gone or replaced" for name, kind in before["modules"]
+                   if (name, kind) not in after["modules"]]
+        changes += [f"module {name} ({kind}) was added" for name, kind in after["modules"]
+                    if (name, kind) not in before["modules"]]
+        for name, (value, requires_grad) in before["parameters"].items():
+            if name not in after["parameters"]:
+                continue  # reported with its module
+            new_value, new_requires_grad = after["parameters"][name]
+            if new_requires_grad != requires_grad:
+                changes.append(f"{name}.requires_grad changed from {requires_grad} to {new_requires_grad}")
+            elif not torch.equal(new_value, value):
+                changes.append(f"the values of {name} changed")
+        if after["training"] != before["training"]:
+            changes.append("the train/eval mode changed")
+        return {"counts": counts, "changes": changes[:5]}
+    return _guard(catch, run)
+
+
+@register_probe("peft_counts_run")
+def peft_counts_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """``drive_peft_parameter_counts`` with the student's ``peft_parameter_counts``. params:
+    ``model`` (fixture reference), ``kwargs``, ``frozen``, ``catch``."""
+    params = dict(params)
+    function = student_definition(namespace, params.pop("name", "peft_parameter_counts"))
+    return drive_peft_parameter_counts(function, params.pop("model"), **params)
 
 
 # -- exercise 2: balanced subsampling

@@ -10,6 +10,8 @@ students' notebook stubs repeat and that the hidden tests check:
 - ``span_corruption``  T5's random span noise and sentinel targets
 - ``finetuning``       learning-rate schedule, layer freezing, train / evaluate loops
 - ``lora``             low-rank adaptation (LoRA) of linear layers
+- ``adapters``         bottleneck adapters, and what LoRA, adapters, prompt tuning and BitFit train
+- ``sentence_pairs``   BERT's [CLS] A [SEP] B [SEP] input and next-sentence-prediction examples
 - ``scoring``          a causal LM's sequence log-probability and top next tokens;
                        a masked LM's top predictions at each [MASK]
 - ``arithmetic``       the handout's pen-and-paper exercises
