@@ -4,7 +4,7 @@
                                                  [--stock-students 2] [--skip-stock] [--results FILE]
 
 Every submission is a whole one: the eight notebooks of
-``data/sample_submissions/alice_full_solution/week6`` (110 auto-graded points),
+``data/sample_submissions/alice_full_solution/week6`` (all the course's auto-graded points),
 copied into ``<student>/week6/`` for each student of a class. One run measures,
 side by side, on this machine:
 
@@ -47,8 +47,8 @@ unsharded run.
 
 A time counts only when its grading was right. For this grader: every notebook
 has a report, every report's score equals its max_score, and each student has
-110 points. For (a): every test passed. For (d): nbgrader's gradebook gives each
-student the full 110 auto-graded points (a notebook that cannot find its data
+all its points. For (a): every test passed. For (d): nbgrader's gradebook gives each
+student all the auto-graded points (a notebook that cannot find its data
 fails fast, and would make stock nbgrader look fast). A side whose check fails is
 printed as such and its figures count for no target.
 
@@ -83,7 +83,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 FULL = REPO / "data" / "sample_submissions" / "alice_full_solution" / "week6"
 RESULTS = REPO / "benchmarks" / "results" / "grading_speed.json"
-AUTO_POINTS = 110  # of the eight notebooks together (README, "The assignment")
+sys.path.insert(0, str(REPO))
+from autograder.course import load_course  # noqa: E402  (the course model: its points, not a copy)
+
+AUTO_POINTS = sum(notebook.auto_points for notebook in load_course().notebooks)  # the eight notebooks together
 NOTEBOOKS = 8
 SERIAL_CLASS = 5
 SHARDS = 3
