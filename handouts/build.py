@@ -122,7 +122,9 @@ TOPICS: list[tuple[str, str, list[tuple]]] = [
         ("exercise3_classification_as_generation", "build_prompt"),
         ("exercise3_classification_as_generation", "label_log_probs"),
         ("exercise3_classification_as_generation", "classify_by_generation"),
-        ("exercise3_classification_as_generation", "ex3_compare_with_finetuning")]),
+        ("exercise3_classification_as_generation", "ex3_compare_with_finetuning"),
+        ("exercise3_classification_as_generation", "label_word_targets"),
+        ("exercise3_classification_as_generation", "ex3_decoder_finetuning")]),
     ("P4", "Exercise 4: model size", [
         ("exercise4_model_size", "truncate_encoder"), ("exercise4_model_size", "training_flops"),
         ("exercise4_model_size", "count_encoder_parameters"), ("exercise4_model_size", "ex4_size_tradeoffs")]),

@@ -11,15 +11,24 @@ them, it reads them from your ``part_b_bert_gpt.ipynb``::
     except PartBNotReady as problem:
         print(problem)          # what to finish in Part B first
 
+Exercise 3 fine-tunes the decoder with your LoRA of the other Part B notebook, the
+same way, naming the notebook::
+
+    LoRALinear, apply_lora = part_b_functions("LoRALinear", "apply_lora",
+                                              notebook="part_b_finetuning.ipynb")
+
 What runs is what the grader would run from that notebook: its locked setup cells
 and then the cells you write in (the ones that held ``raise NotImplementedError()``),
 in order, in a fresh namespace. Nothing else of the notebook (model loading,
 experiments, check cells) is executed, and the notebook file is only read. Because
 the file is read from disk, save Part B after you change it.
 
-Each requested function is then tried once on a tiny input. When the notebook is
-missing, a function is not defined, is still the stub, or raises on that input,
-:class:`PartBNotReady` says which, and what to do.
+Each requested function (or class) is then tried once on a tiny input, with the
+global random generators saved and restored around the try (``LoRALinear`` draws
+its ``lora_A`` from them), so reading Part B changes no later random draw. When
+the notebook is missing, a function is not defined, is still the stub, or raises
+on that input, :class:`PartBNotReady` says which, and what to do, naming the
+notebook it read.
 """
 from __future__ import annotations
 
@@ -30,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from torch import nn
 
 PART_B_NOTEBOOK = "part_b_bert_gpt.ipynb"
 STUB_ERROR = NotImplementedError
@@ -110,10 +120,32 @@ def _try_clm_loss(clm_loss: Callable) -> None:
             "clm_loss of [2, 4, 5] logits")
 
 
+def _try_lora_linear(lora_linear: Callable) -> None:
+    layer = lora_linear(nn.Linear(3, 2), r=1, alpha=2.0)
+    out = layer(torch.ones(4, 3))
+    if not (isinstance(out, torch.Tensor) and tuple(out.shape) == (4, 2)):
+        raise ValueError("LoRALinear(nn.Linear(3, 2), r=1, alpha=2) should map a [4, 3] input to [4, 2]")
+
+
+def _try_apply_lora(apply_lora: Callable) -> None:
+    model = nn.Sequential()
+    model.add_module("query", nn.Linear(3, 3))
+    model.add_module("value", nn.Linear(3, 3))
+    result = apply_lora(model, target_names=("query",), r=1, alpha=2.0)
+    out = result(torch.ones(2, 3)) if isinstance(result, nn.Module) else None
+    if not (isinstance(out, torch.Tensor) and tuple(out.shape) == (2, 3)):
+        raise ValueError("apply_lora(model, target_names=('query',), r=1, alpha=2) should return the model, "
+                         "still mapping a [2, 3] input to [2, 3]")
+    if not any(param.requires_grad for param in model.parameters()):
+        raise ValueError("after apply_lora(model, target_names=('query',), ...) no parameter is trainable")
+
+
 TRIALS: dict[str, Callable[[Callable], None]] = {
     "mask_tokens": _try_mask_tokens,
     "mlm_loss": _try_mlm_loss,
     "clm_loss": _try_clm_loss,
+    "LoRALinear": _try_lora_linear,    # part_b_finetuning.ipynb
+    "apply_lora": _try_apply_lora,     # part_b_finetuning.ipynb
 }
 
 
@@ -122,7 +154,8 @@ def part_b_functions(*names: str, notebook: str | Path = PART_B_NOTEBOOK):
     """The functions ``names`` as defined in your Part B notebook (one function, or a tuple).
 
     Args:
-        names: the names of the functions, e.g. ``"mask_tokens", "mlm_loss", "clm_loss"``.
+        names: the names of the functions, e.g. ``"mask_tokens", "mlm_loss", "clm_loss"``
+            (or ``"LoRALinear", "apply_lora"`` with ``notebook="part_b_finetuning.ipynb"``).
         notebook: your Part B notebook; a relative path is taken from the current
             folder, which in JupyterLab is the folder of the notebook you run.
 
@@ -139,7 +172,7 @@ def part_b_functions(*names: str, notebook: str | Path = PART_B_NOTEBOOK):
     if not path.is_file():
         raise PartBNotReady(
             f"{path.name} is not in {path.parent}. Keep your Part B notebook in the same folder as this one "
-            f"(or pass its path: part_b_functions(..., notebook='path/to/{PART_B_NOTEBOOK}')).")
+            f"(or pass its path: part_b_functions(..., notebook='path/to/{path.name}')).")
     namespace, errors = _load_namespace(path)
     problems = []
     found = []
@@ -150,7 +183,8 @@ def part_b_functions(*names: str, notebook: str | Path = PART_B_NOTEBOOK):
             problems.append(f"- {name}: {why}" if name in errors else f"- {name} {why}")
             continue
         try:
-            TRIALS.get(name, lambda f: None)(function)
+            with torch.random.fork_rng(devices=[]):  # the try leaves the global generator as it was
+                TRIALS.get(name, lambda f: None)(function)
         except STUB_ERROR:
             problems.append(f"- {name}: still raises NotImplementedError; write it and run its check cell")
             continue
@@ -162,5 +196,5 @@ def part_b_functions(*names: str, notebook: str | Path = PART_B_NOTEBOOK):
     if problems:
         raise PartBNotReady(
             f"Your Part B functions are not ready yet ({path.name}, as last saved):\n" + "\n".join(problems)
-            + f"\nFinish them in {PART_B_NOTEBOOK} until their check cells pass, save it, and run this cell again.")
+            + f"\nFinish them in {path.name} until their check cells pass, save it, and run this cell again.")
     return found[0] if len(found) == 1 else tuple(found)

@@ -1,5 +1,6 @@
 """Hidden tests of exercise3_classification_as_generation.ipynb: the prompt, the
-label log-probabilities, and batched classification with a causal LM.
+label log-probabilities, batched classification with a causal LM, and the
+training batches of the decoder fine-tuned to write the label word.
 
 ``classify_by_generation`` runs inside the sandbox on a seeded tiny Llama
 (``decoder_lm``) with a small word-level tokenizer (``prompt_tokenizer``, padding
@@ -11,6 +12,10 @@ between correct implementations (left padding, right padding read at the last
 real token, other batch sizes) cannot flip a prediction. The reference only reads
 its model and tokenizer, so the margins of a set of reviews are computed once per
 grading process.
+
+``label_word_targets`` is compared exactly with the reference, on a hand-made batch
+whose pad id also occurs inside a prompt and on drawn batches (prompt and label-word
+lengths, ids and pad id drawn), padded on each side.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ import torch
 
 from autograder.reference import exercises
 from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
+from autograder.sandbox.errors import StudentError
 from autograder.sandbox.fixtures import build_fixture, fixture
 from autograder.suite import drawn_ints, expect, expect_close, expect_equal, expect_tensor, generator, graded, on_devices, seed_for
 
@@ -194,3 +200,98 @@ def test_classify_by_generation_padding_and_edge_cases(student):
     expect_tensor(empty, dtype=torch.long, shape=(0,), device="cpu",
                   what="classify_by_generation(model, tokenizer, []) (an empty LongTensor)")
     expect_equal(empty, torch.zeros(0, dtype=torch.long), what="classify_by_generation(model, tokenizer, [])")
+
+
+# =============================================================== label_word_targets (3)
+TARGET_NAMES = ("input_ids", "attention_mask", "labels")
+
+
+def _token_lists(number: int, count: int, low: int, high: int, vocab: int = 60) -> list[list[int]]:
+    """``count`` lists of token ids in [0, vocab), of drawn lengths in [low, high)."""
+    lengths = drawn_ints(number, low, high, count=count)
+    g = generator(number + 100)
+    return [torch.randint(0, vocab, (n,), generator=g).tolist() for n in lengths]
+
+
+def _drawn_batch(number: int) -> tuple[list[list[int]], list[list[int]], int]:
+    """A drawn batch (prompts, label words, pad id): 3 to 6 drawn rows, then a row with a
+    one-id prompt and a one-id word and a row with a 12-id prompt and a 3-id word, so that
+    every batch is padded and holds a label word of several ids."""
+    rows = drawn_ints(number, 3, 7)[0]
+    prompts = _token_lists(number + 1, rows, 1, 12) + [[7], list(range(20, 32))]
+    words = _token_lists(number + 2, rows, 1, 4) + [[8], [41, 42, 43]]
+    pad = drawn_ints(number + 3, 60, 90)[0]
+    return prompts, words, pad
+
+
+def _expect_targets(student, prompts, words, pad: int, what: str, **kwargs) -> None:
+    expected = exercises.label_word_targets(prompts, words, pad, **kwargs)
+    actual = student.call(prompts, words, pad, **kwargs)
+    expect(type(actual) in (tuple, list) and len(actual) == 3,
+           f"{what} must return a tuple (input_ids, attention_mask, labels), got "
+           + (f"a {type(actual).__name__} of length {len(actual)}" if type(actual) in (tuple, list)
+              else type(actual).__name__))
+    for name, mine, reference in zip(TARGET_NAMES, actual, expected):
+        expect_tensor(mine, dtype=torch.long, shape=reference.shape, device="cpu",
+                      what=f"{what}: {name} (a LongTensor [B, T] on the CPU, T the longest prompt + label word)")
+        if not torch.equal(mine, reference):
+            row = int((mine != reference).any(dim=1).nonzero()[0])
+            expect(False, f"{what}: {name} differs in row {row} (prompt {prompts[row]}, label word {words[row]}, "
+                          f"pad id {pad}): got {mine[row].tolist()}, expected {reference[row].tolist()}")
+
+
+def _raised(student, *args, **kwargs) -> str | None:
+    """The name of the exception the student's call raised (None: it returned)."""
+    try:
+        student.call(*args, **kwargs)
+    except StudentError as err:
+        if err.type_name == "NotImplementedError":
+            raise  # a stub: graded as not implemented
+        return err.type_name
+    return None
+
+
+@graded("test_label_word_targets", points=1)
+def test_label_word_targets_left_padding(student):
+    # the pad id 0 also occurs inside the first prompt: the padding is told by position
+    _expect_targets(student, [[0, 5, 6], [9], [4, 0]], [[1], [2, 3], [1]], 0,
+                    what="label_word_targets([[0, 5, 6], [9], [4, 0]], [[1], [2, 3], [1]], pad_token_id=0)")
+    prompts, words, pad = _drawn_batch(30)
+    _expect_targets(student, prompts, words, pad,
+                    what=f"label_word_targets on {len(prompts)} drawn rows (default padding side: left)")
+    prompts, words, pad = _drawn_batch(35)
+    _expect_targets(student, prompts, words, pad, padding_side="left",
+                    what=f"label_word_targets on {len(prompts)} drawn rows, padding_side='left'")
+
+
+@graded("test_label_word_targets", points=1)
+def test_label_word_targets_right_padding(student):
+    _expect_targets(student, [[0, 5, 6], [9], [4, 0]], [[1], [2, 3], [1]], 0, padding_side="right",
+                    what="label_word_targets([[0, 5, 6], [9], [4, 0]], [[1], [2, 3], [1]], pad_token_id=0, "
+                         "padding_side='right')")
+    prompts, words, pad = _drawn_batch(40)
+    _expect_targets(student, prompts, words, pad, padding_side="right",
+                    what=f"label_word_targets on {len(prompts)} drawn rows, padding_side='right'")
+    one_prompt, one_word = _token_lists(45, 1, 2, 9), _token_lists(46, 1, 1, 3)
+    _expect_targets(student, one_prompt, one_word, 3, padding_side="right",
+                    what=f"label_word_targets({one_prompt}, {one_word}, pad_token_id=3, padding_side='right') "
+                         "(one row: no padding)")
+
+
+@graded("test_label_word_targets", points=1)
+def test_label_word_targets_errors(student):
+    prompts, words, pad = _drawn_batch(50)
+    cases = {
+        f"{len(prompts)} prompts and {len(words) - 1} label words": (prompts, words[:-1], pad),
+        "no rows (B = 0)": ([], [], pad),
+        "an empty prompt": (prompts[:1] + [[]], words[:2], pad),
+        "an empty label word": (prompts[:2], words[:1] + [[]], pad),
+    }
+    for case, args in cases.items():
+        raised = _raised(student, *args)
+        expect(raised == "ValueError", f"label_word_targets with {case} must raise ValueError, "
+                                       + (f"it raised {raised}" if raised else "it returned normally"))
+    raised = _raised(student, prompts, words, pad, padding_side="middle")
+    expect(raised == "ValueError", "label_word_targets(..., padding_side='middle') must raise ValueError "
+                                   "(only 'left' and 'right'), " + (f"it raised {raised}" if raised else
+                                                                    "it returned normally"))

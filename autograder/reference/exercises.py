@@ -5,7 +5,9 @@ generation, and model size.
   class-balanced training subsets of the data-efficiency curve.
 - Exercise 3 (classification as generation): a decoder classifies a review by
   comparing the log-probabilities of the label words " negative" and " positive"
-  after a prompt (``build_prompt``, ``label_log_probs``, ``classify_by_generation``).
+  after a prompt (``build_prompt``, ``label_log_probs``, ``classify_by_generation``);
+  fine-tuned to write the label word, it trains on the batches of
+  ``label_word_targets`` (the loss on the label word's ids only).
 - Exercise 4 (model size): ``truncate_encoder`` keeps the bottom layers of a BERT
   model, ``count_encoder_parameters`` splits its parameters, ``training_flops`` is
   the 6 N D approximation of Kaplan et al. (2020).
@@ -176,6 +178,60 @@ def classify_by_generation(model, tokenizer, reviews: Sequence[str], examples: S
         scores = label_log_probs(logits[:, -1], ids)
         predictions.append((scores[:, 1] > scores[:, 0]).long().cpu())
     return torch.cat(predictions)
+
+
+def label_word_targets(prompt_ids: Sequence[Sequence[int]], label_ids: Sequence[Sequence[int]], pad_token_id: int,
+                       *, padding_side: str = "left") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A batch that teaches a causal LM to write the label word after its prompt.
+
+    Row b holds the prompt followed by its label word, prompt_ids[b] + label_ids[b]
+    (n_b ids), and the B rows are padded with ``pad_token_id`` to T = max_b n_b (no
+    longer): on the left with padding_side="left" (the default: every row then ends
+    with its label word), on the right with padding_side="right" (every row starts
+    at position 0).
+
+    Args:
+        prompt_ids: B prompts, each a list of token ids (Python ints), at least one id.
+        label_ids: B label words, each a list of token ids, at least one id; the words
+            may have different numbers of ids.
+        pad_token_id: the id written at the padding positions. It may also occur
+            inside a prompt: tell the padding by position, not by value.
+        padding_side: "left" or "right".
+
+    Returns:
+        (input_ids, attention_mask, labels), three LongTensors [B, T] on the CPU:
+        the padded rows; 1 at the n_b positions of row b's ids and 0 at its padding;
+        and -100 everywhere except at the positions of the label word's ids, which
+        hold those ids (labels == input_ids there): every id of the word, none of the
+        prompt, none of the padding. The labels are not shifted: as in
+        ``transformers``, the loss compares labels[:, t] with the logits at position t - 1.
+
+    Raises:
+        ValueError: prompt_ids and label_ids differ in length, there are no rows
+            (B = 0), a prompt or a label word has no ids, or padding_side is neither
+            "left" nor "right".
+    """
+    if padding_side not in ("left", "right"):
+        raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}")
+    if len(prompt_ids) != len(label_ids):
+        raise ValueError(f"{len(prompt_ids)} prompts but {len(label_ids)} label words")
+    if len(prompt_ids) == 0:
+        raise ValueError("no rows: give at least one prompt and its label word")
+    rows = [([int(i) for i in prompt], [int(i) for i in word]) for prompt, word in zip(prompt_ids, label_ids)]
+    if any(not prompt or not word for prompt, word in rows):
+        raise ValueError("every prompt and every label word needs at least one token id")
+
+    width = max(len(prompt) + len(word) for prompt, word in rows)
+    input_ids = torch.full((len(rows), width), int(pad_token_id), dtype=torch.long)
+    attention_mask = torch.zeros(len(rows), width, dtype=torch.long)
+    labels = torch.full((len(rows), width), -100, dtype=torch.long)
+    for row, (prompt, word) in enumerate(rows):
+        length = len(prompt) + len(word)
+        first = width - length if padding_side == "left" else 0   # where the row's ids begin
+        input_ids[row, first:first + length] = torch.tensor(prompt + word)
+        attention_mask[row, first:first + length] = 1
+        labels[row, first + len(prompt):first + length] = torch.tensor(word)  # the word's ids only
+    return input_ids, attention_mask, labels
 
 
 # ======================================================================= exercise 4

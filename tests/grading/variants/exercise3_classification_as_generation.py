@@ -1,4 +1,5 @@
-"""Stand-in students for the hidden suite of exercise 3 (classification as generation).
+"""Stand-in students for the hidden suite of exercise 3 (classification as generation, and the
+training batches of the decoder fine-tuned to write the label word).
 
 ``classify_always_negative`` and ``classify_always_positive`` are no mutant round: they show that
 every classification test needs both classes (tests/grading/test_suite_details.py).
@@ -201,3 +202,144 @@ ALTERNATIVES += [
     {"build_prompt": build_prompt_by_lines, "label_log_probs": label_log_probs_shifted_by_max},
     {"build_prompt": build_prompt_by_concatenation},
 ]
+
+
+# ---------------------------------------------------------------- label_word_targets: wrong in one clause each
+def _targets(prompt_ids, label_ids, pad_token_id, padding_side="left"):
+    return exercises.label_word_targets(prompt_ids, label_ids, pad_token_id, padding_side=padding_side)
+
+
+def label_word_targets_right_by_default(prompt_ids, label_ids, pad_token_id, *, padding_side="right"):
+    return _targets(prompt_ids, label_ids, pad_token_id, padding_side)
+
+
+def label_word_targets_always_left(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    _targets(prompt_ids, label_ids, pad_token_id, padding_side)  # the checks, then the argument is ignored
+    return _targets(prompt_ids, label_ids, pad_token_id, "left")
+
+
+def label_word_targets_flipped_rows(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    """Left padding by padding on the right and flipping the rows: the ids come out reversed."""
+    right = _targets(prompt_ids, label_ids, pad_token_id, "right" if padding_side == "left" else padding_side)
+    return tuple(t.flip(1) for t in right) if padding_side == "left" else right
+
+
+def label_word_targets_pads_with_zero(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    input_ids, attention_mask, labels = _targets(prompt_ids, label_ids, pad_token_id, padding_side)
+    return input_ids.masked_fill(attention_mask == 0, 0), attention_mask, labels
+
+
+def label_word_targets_one_pad_too_many(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    input_ids, attention_mask, labels = _targets(prompt_ids, label_ids, pad_token_id, padding_side)
+    extra = [torch.full((len(input_ids), 1), value, dtype=torch.long) for value in (pad_token_id, 0, -100)]
+    both = zip(extra, (input_ids, attention_mask, labels))
+    return tuple(torch.cat([e, t] if padding_side == "left" else [t, e], dim=1) for e, t in both)
+
+
+def label_word_targets_mask_all_ones(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    input_ids, attention_mask, labels = _targets(prompt_ids, label_ids, pad_token_id, padding_side)
+    return input_ids, torch.ones_like(attention_mask), labels
+
+
+def label_word_targets_mask_from_pad_id(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    input_ids, _, labels = _targets(prompt_ids, label_ids, pad_token_id, padding_side)
+    return input_ids, (input_ids != pad_token_id).long(), labels
+
+
+def label_word_targets_labels_on_prompt(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    """Trains on every token of the row, as in language modelling: the prompt is not ignored."""
+    input_ids, attention_mask, _ = _targets(prompt_ids, label_ids, pad_token_id, padding_side)
+    return input_ids, attention_mask, input_ids.masked_fill(attention_mask == 0, -100)
+
+
+def label_word_targets_labels_on_padding(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    input_ids, attention_mask, labels = _targets(prompt_ids, label_ids, pad_token_id, padding_side)
+    return input_ids, attention_mask, labels.masked_fill(attention_mask == 0, pad_token_id)
+
+
+def label_word_targets_last_word_id_only(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    input_ids, attention_mask, labels = _targets(prompt_ids, label_ids, pad_token_id, padding_side)
+    last = torch.zeros_like(labels, dtype=torch.bool)
+    for row, length in enumerate(attention_mask.sum(1).tolist()):
+        last[row, (labels.size(1) - 1) if padding_side == "left" else (length - 1)] = True
+    return input_ids, attention_mask, labels.masked_fill(~last, -100)
+
+
+def label_word_targets_shifted_labels(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    """Shifts the labels itself (labels[t] = the id at t + 1), as a hand-written loss would."""
+    input_ids, attention_mask, labels = _targets(prompt_ids, label_ids, pad_token_id, padding_side)
+    shifted = torch.full_like(labels, -100)
+    shifted[:, :-1] = labels[:, 1:]
+    return input_ids, attention_mask, shifted
+
+
+def label_word_targets_bool_mask(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    input_ids, attention_mask, labels = _targets(prompt_ids, label_ids, pad_token_id, padding_side)
+    return input_ids, attention_mask.bool(), labels
+
+
+def label_word_targets_no_checks(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    """Never raises: zip drops unmatched rows, empty parts and batches go through, any side but
+    "left" pads on the right."""
+    rows = [(list(p), list(w)) for p, w in zip(prompt_ids, label_ids)]
+    width = max((len(p) + len(w) for p, w in rows), default=0)
+    input_ids = torch.full((len(rows), width), pad_token_id, dtype=torch.long)
+    attention_mask = torch.zeros(len(rows), width, dtype=torch.long)
+    labels = torch.full((len(rows), width), -100, dtype=torch.long)
+    for row, (p, w) in enumerate(rows):
+        first = width - len(p) - len(w) if padding_side == "left" else 0
+        if p + w:
+            input_ids[row, first:first + len(p) + len(w)] = torch.tensor(p + w)
+            attention_mask[row, first:first + len(p) + len(w)] = 1
+        if w:
+            labels[row, first + len(p):first + len(p) + len(w)] = torch.tensor(w)
+    return input_ids, attention_mask, labels
+
+
+# ---------------------------------------------------------------- label_word_targets: correct, written differently
+def _check_targets_arguments(prompt_ids, label_ids, padding_side):
+    if padding_side not in {"left", "right"}:
+        raise ValueError("padding_side")
+    if not prompt_ids or len(prompt_ids) != len(label_ids):
+        raise ValueError("rows")
+    if not all(prompt_ids) or not all(label_ids):
+        raise ValueError("empty prompt or label word")
+
+
+def label_word_targets_by_pad_sequence(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    """torch's pad_sequence on the right; for left padding, on the reversed rows, reversed back."""
+    from torch.nn.utils.rnn import pad_sequence
+
+    _check_targets_arguments(prompt_ids, label_ids, padding_side)
+    ids = [torch.tensor([*p, *w], dtype=torch.long) for p, w in zip(prompt_ids, label_ids)]
+    targets = [torch.tensor([-100] * len(p) + [*w], dtype=torch.long) for p, w in zip(prompt_ids, label_ids)]
+    ones = [torch.ones(len(i), dtype=torch.long) for i in ids]
+    left = padding_side == "left"
+
+    def pad(rows, value):
+        rows = [r.flip(0) for r in rows] if left else rows
+        padded = pad_sequence(rows, batch_first=True, padding_value=value)
+        return padded.flip(1) if left else padded
+
+    return pad(ids, pad_token_id), pad(ones, 0), pad(targets, -100)
+
+
+def label_word_targets_by_lists(prompt_ids, label_ids, pad_token_id, *, padding_side="left"):
+    """Padded Python lists first, one tensor each at the end."""
+    _check_targets_arguments(prompt_ids, label_ids, padding_side)
+    width = max(len(p) + len(w) for p, w in zip(prompt_ids, label_ids))
+    ids, mask, labels = [], [], []
+    for p, w in zip(prompt_ids, label_ids):
+        gap = width - len(p) - len(w)
+        parts = ([pad_token_id] * gap, [*p, *w]), ([0] * gap, [1] * (len(p) + len(w))), \
+            ([-100] * gap, [-100] * len(p) + [*w])
+        for out, (padding, real) in zip((ids, mask, labels), parts):
+            out.append(padding + real if padding_side == "left" else real + padding)
+    return torch.tensor(ids), torch.tensor(mask), torch.tensor(labels)
+
+
+MUTANTS[0]["label_word_targets"] = label_word_targets_labels_on_prompt
+MUTANTS[1]["label_word_targets"] = label_word_targets_mask_from_pad_id
+MUTANTS[2]["label_word_targets"] = label_word_targets_right_by_default
+ALTERNATIVES[0]["label_word_targets"] = label_word_targets_by_pad_sequence
+ALTERNATIVES[1]["label_word_targets"] = label_word_targets_by_lists
