@@ -75,6 +75,12 @@ _GENERATION = ("transformers.generation.utils:GenerationMixin.generate",
                "transformers.generation.utils:GenerationMixin._sample",
                "transformers.generation.utils:GenerationMixin._beam_search")
 
+# peft builds every adapter through a tuner (BaseTuner.__init__: LoraModel, prompt tuning's
+# model wrapper, ...) or a PeftModel; a LoRA layer made alone sets itself up in update_layer.
+_PEFT = ("peft.mapping_func:get_peft_model", "peft.peft_model:PeftModel.__init__",
+         "peft.tuners.tuners_utils:BaseTuner.__init__", "peft.tuners.lora.layer:LoraLayer.update_layer",
+         "peft.tuners.lora.layer:Linear.forward")
+
 # Keyed by the grade_id of the solution cell (the function's name).
 RULES: dict[str, Rule] = {
     "softmax": _rule(_SOFTMAX, "compute exp(x - max) / sum(exp(x - max)) yourself", aten_ops=_SOFTMAX_OPS),
@@ -132,11 +138,11 @@ RULES: dict[str, Rule] = {
         entry_points=(*_GENERATION, "transformers.pipelines:pipeline", "transformers.pipelines.base:Pipeline.__call__"),
     ),
     "lora_linear": _rule(("peft", "LoraConfig", "get_peft_model", "LoraModel"),
-                        "build lora_A and lora_B as nn.Parameter yourself"),
+                        "build lora_A and lora_B as nn.Parameter yourself", entry_points=_PEFT),
     "apply_lora": _rule(("peft", "LoraConfig", "get_peft_model", "LoraModel"),
-                        "replace the nn.Linear modules with your LoRALinear"),
+                        "replace the nn.Linear modules with your LoRALinear", entry_points=_PEFT),
     "peft_parameter_counts": _rule(("peft", "LoraConfig", "PromptTuningConfig", "get_peft_model", "PeftModel"),
-                                   "count from the model's modules and config yourself"),
+                                   "count from the model's modules and config yourself", entry_points=_PEFT),
 }
 
 

@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from autograder.course import load_course
 from autograder.notebook import REPO
 from autograder.release import venv_env
 
 SAMPLES = REPO / "data" / "sample_submissions"
 STEM = "part_b_bert_gpt"
+# The notebook's auto-graded points, from the course model (not a copy of its total).
+AUTO_POINTS = load_course().notebook(STEM).auto_points
 pytestmark = pytest.mark.slow
 
 
@@ -46,7 +49,7 @@ def test_autograde_writes_sandboxed_scores_to_the_gradebook(course):
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "nlp-week6") as gradebook:
         full = gradebook.find_submission_notebook(STEM, "week6", "alice_full_solution")
         cheat = gradebook.find_submission_notebook(STEM, "week6", "ivan_patches_comparisons")
-        assert full.code_score == full.max_code_score == 40
+        assert full.code_score == full.max_code_score == AUTO_POINTS
         assert cheat.code_score == 0
         # Written answers are left for the formgrader.
         assert full.needs_manual_grade
@@ -101,7 +104,7 @@ def test_merge_imports_reports_of_a_sharded_run_into_the_gradebook(course, repo_
                              str(reports), "--device", "cpu", "--shard", "0/1"], cwd=repo_root, capture_output=True,
                             text=True, env=venv_env(), timeout=900)
     assert graded.returncode == 0, graded.stderr[-2000:]
-    # A score only the report holds: if the import graded again, it would be 40.
+    # A score only the report holds: if the import graded again, it would be full marks.
     path = reports / "alice_full_solution" / f"{STEM}.json"
     report = json.loads(path.read_text())
     report["tests"][0]["points"] = 0.0
@@ -114,4 +117,4 @@ def test_merge_imports_reports_of_a_sharded_run_into_the_gradebook(course, repo_
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "nlp-week6") as gradebook:
         full = gradebook.find_submission_notebook(STEM, "week6", "alice_full_solution")
         cheat = gradebook.find_submission_notebook(STEM, "week6", "ivan_patches_comparisons")
-        assert (full.code_score, cheat.code_score) == (40 - report["tests"][0]["max_points"], 0)
+        assert (full.code_score, cheat.code_score) == (AUTO_POINTS - report["tests"][0]["max_points"], 0)

@@ -358,6 +358,12 @@ TRAINER_ROUTES = {
     "subclass": "class Mine(Trainer):\n    def training_step(self, *args, **kwargs):\n"
                 "        return super().training_step(*args, **kwargs)\n"
                 "def f(model):\n    Mine(model=model, args=arguments(), train_dataset=Rows()).train()\n    return 1\n",
+    "captured at definition": "TRAIN = Trainer.train\n"
+                              "def f(model):\n    TRAIN(Trainer(model=model, args=arguments(), train_dataset=Rows()))\n"
+                              "    return 1\n",
+    "exec": "def f(model):\n    scope = {'model': model, 'arguments': arguments, 'Rows': Rows}\n"
+            "    exec('from transformers import Trainer as T\\n'\n"
+            "         'T(model=model, args=arguments(), train_dataset=Rows()).train()', scope)\n    return 1\n",
 }
 
 
@@ -368,21 +374,131 @@ def test_every_route_to_the_trainer_trips(worker, route):
 
 
 # --------------------------------------------------------------------------- exercises 2 and 3
-def test_a_library_stratified_split_captured_when_the_cell_ran_trips(worker):
-    source = ("SPLIT = getattr(importlib.import_module('sklearn.model_selection'), 'train_test_' + 'split')\n"
-              "def f(labels):\n"
-              "    keep, _ = SPLIT(list(range(len(labels))), train_size=4, stratify=labels, random_state=0)\n"
-              "    return sorted(keep)\n")
+SPLIT_ROUTES = {
+    "direct": "def f(labels):\n"
+              "    from sklearn.model_selection import train_test_split\n"
+              "    keep, _ = train_test_split(list(range(len(labels))), train_size=4, stratify=labels, random_state=0)\n"
+              "    return sorted(keep)\n",
+    "alias": "import sklearn.model_selection as _ms\n"
+             "def f(labels):\n"
+             "    split = _ms.train_test_split\n"
+             "    return sorted(split(list(range(len(labels))), train_size=4, stratify=labels, random_state=0)[0])\n",
+    "captured at definition by an assembled name":
+        "SPLIT = getattr(importlib.import_module('sklearn.model_selection'), 'train_test_' + 'split')\n"
+        "def f(labels):\n"
+        "    keep, _ = SPLIT(list(range(len(labels))), train_size=4, stratify=labels, random_state=0)\n"
+        "    return sorted(keep)\n",
+    "functools.partial": "from sklearn import model_selection as _ms\n"
+                         "SPLIT = functools.partial(_ms.train_test_split, train_size=4, random_state=0)\n"
+                         "def f(labels):\n"
+                         "    return sorted(SPLIT(list(range(len(labels))), stratify=labels)[0])\n",
+    "StratifiedShuffleSplit": "def f(labels):\n"
+                              "    from sklearn.model_selection import StratifiedShuffleSplit\n"
+                              "    splitter = StratifiedShuffleSplit(n_splits=1, train_size=4, random_state=0)\n"
+                              "    keep, _ = next(splitter.split([[0]] * len(labels), labels))\n"
+                              "    return sorted(keep.tolist())\n",
+    "exec": "def f(labels):\n    scope = {'labels': labels}\n"
+            "    exec('from sklearn.model_selection import train_test_split as t\\n'\n"
+            "         'k = t(list(range(len(labels))), train_size=4, stratify=labels, random_state=0)[0]', scope)\n"
+            "    return sorted(scope['k'])\n",
+    "datasets' Dataset.train_test_split": "def f(labels):\n"
+              "    import datasets\n"
+              "    table = datasets.Dataset.from_dict({'i': list(range(len(labels)))})\n"
+              "    return sorted(table.train_test_split(train_size=4, seed=0)['train']['i'])\n",
+}
+
+
+@pytest.mark.parametrize("route", SPLIT_ROUTES)
+def test_every_route_to_a_library_split_trips(worker, route):
+    result = watched(worker, "subsample_balanced", SPLIT_ROUTES[route], [0, 1] * 6)
+    assert result["tripped"] and not result["tampered"], result
+
+
+def test_a_split_drawn_with_torch_is_not_a_shortcut(worker):
+    source = ("def f(labels):\n"
+              "    labels = torch.as_tensor(labels)\n"
+              "    g = torch.Generator().manual_seed(0)\n"
+              "    keep = [torch.nonzero(labels == c).flatten()[torch.randperm(int((labels == c).sum()), generator=g)[:2]]\n"
+              "            for c in (0, 1)]\n"
+              "    return sorted(torch.cat(keep).tolist())\n")
     result = watched(worker, "subsample_balanced", source, [0, 1] * 6)
-    assert "sklearn.train_test_split" in result["tripped"], result
+    assert result["tripped"] == [] and not result["tampered"] and len(result["value"]) == 4, result
 
 
-def test_generating_the_label_word_trips_in_classify_by_generation(worker):
+LABEL_WORD_ROUTES = {
+    "direct": "def f(model, ids):\n    return model.generate(ids, max_new_tokens=1, do_sample=False)[:, -1]\n",
+    "an assembled name": "def f(model, ids):\n"
+                         "    run = getattr(model, 'gen' + 'erate')\n"
+                         "    return run(ids, max_new_tokens=1, do_sample=False)[:, -1]\n",
+    "the unbound method": "def f(model, ids):\n"
+                          "    return type(model).generate(model, ids, max_new_tokens=1, do_sample=False)[:, -1]\n",
+    "captured at definition": "from transformers.generation.utils import GenerationMixin as _G\n"
+                              "GEN = _G.generate\n"
+                              "def f(model, ids):\n    return GEN(model, ids, max_new_tokens=1, do_sample=False)[:, -1]\n",
+    "functools.partial": "def f(model, ids):\n"
+                         "    one = functools.partial(model.generate, max_new_tokens=1, do_sample=False)\n"
+                         "    return one(ids)[:, -1]\n",
+    "exec": "def f(model, ids):\n    scope = {'model': model, 'ids': ids}\n"
+            "    exec('y = model.generate(ids, max_new_tokens=1, do_sample=False)', scope)\n"
+            "    return scope['y'][:, -1]\n",
+}
+
+
+@pytest.mark.parametrize("route", LABEL_WORD_ROUTES)
+def test_every_route_to_generating_the_label_word_trips_in_classify_by_generation(worker, route):
+    result = watched(worker, "classify_by_generation", LABEL_WORD_ROUTES[route], fixture("decoder_lm", seed=0), PROMPT)
+    assert "transformers.GenerationMixin.generate" in result["tripped"] and not result["tampered"], result
+
+
+def test_scoring_the_label_words_with_one_forward_pass_is_not_a_shortcut(worker):
     source = ("def f(model, ids):\n"
-              "    run = getattr(model, 'gen' + 'erate')\n"
-              "    return run(ids, max_new_tokens=1, do_sample=False)[:, -1]\n")
+              "    with torch.no_grad():\n"
+              "        return model(input_ids=ids).logits[:, -1].log_softmax(-1)[:, [5, 7]].argmax(-1)\n")
     result = watched(worker, "classify_by_generation", source, fixture("decoder_lm", seed=0), PROMPT)
-    assert "transformers.GenerationMixin.generate" in result["tripped"], result
+    assert result["tripped"] == [] and not result["tampered"], result
+
+
+# --------------------------------------------------------------------------- peft (LoRA and the PEFT counts)
+PEFT_ROUTES = {
+    "get_peft_model": "def f(model):\n"
+                      "    from peft import LoraConfig, get_peft_model\n"
+                      "    config = LoraConfig(r=2, target_modules=['query', 'value'])\n"
+                      "    return sum(p.numel() for p in get_peft_model(model, config).parameters() if p.requires_grad)\n",
+    "an assembled module name": "def f(model):\n"
+                                "    p = importlib.import_module('pe' + 'ft')\n"
+                                "    wrapped = p.get_peft_model(model, p.LoraConfig(r=2, target_modules=['query']))\n"
+                                "    return sum(x.numel() for x in wrapped.parameters() if x.requires_grad)\n",
+    "LoraModel directly": "def f(model):\n"
+                          "    from peft import LoraConfig\n"
+                          "    from peft.tuners.lora import LoraModel\n"
+                          "    LoraModel(model, LoraConfig(r=2, target_modules=['query']), 'default')\n"
+                          "    return 1\n",
+    "a LoRA layer alone": "def f(model):\n"
+                          "    from peft import LoraConfig\n"
+                          "    from peft.tuners.lora.layer import Linear as LoraLinear\n"
+                          "    layer = LoraLinear(torch.nn.Linear(4, 3), 'default', LoraConfig(r=2), r=2, lora_alpha=4)\n"
+                          "    return float(layer(torch.ones(1, 4)).sum())\n",
+    "captured at definition": "import peft as _p\n"
+                              "WRAP = functools.partial(_p.get_peft_model, peft_config=_p.LoraConfig(r=2, target_modules=['value']))\n"
+                              "def f(model):\n    WRAP(model)\n    return 1\n",
+    "exec": "def f(model):\n    scope = {'model': model}\n"
+            "    exec('import peft\\n'\n"
+            "         'peft.get_peft_model(model, peft.PromptTuningConfig(task_type=\"SEQ_CLS\", num_virtual_tokens=3))',\n"
+            "         scope)\n    return 1\n",
+}
+
+
+@pytest.mark.parametrize("route", PEFT_ROUTES)
+def test_every_route_to_peft_trips(worker, route):
+    result = watched(worker, "peft_parameter_counts", PEFT_ROUTES[route], fixture("bert_classifier", seed=0))
+    assert result["tripped"] and not result["tampered"], result
+
+
+def test_counting_trainable_parameters_by_hand_is_not_a_shortcut(worker):
+    source = ("def f(model):\n"
+              "    return sum(p.numel() for name, p in model.named_parameters() if name.endswith('bias'))\n")
+    result = watched(worker, "peft_parameter_counts", source, fixture("bert_classifier", seed=0))
+    assert result["tripped"] == [] and not result["tampered"] and result["value"] > 0, result
 
 
 # --------------------------------------------------------------------------- tampering
