@@ -23,7 +23,7 @@ markdown cell, print statement, handout paragraph):
   chance between a question and its rubric, unless one quotes the other.
 
 A failure names the file, the cell index (0-based, as ``nbformat`` counts) and the
-shared fragment, and where the secret comes from. The fix is in the source: reword the
+shared fragment, and where that fragment comes from. The fix is in the source: reword the
 public text, or the rubric, or take the code out of the release, then ``make regen``.
 
 The last tests plant a copied solution block and a copied rubric sentence into

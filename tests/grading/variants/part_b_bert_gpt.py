@@ -859,19 +859,25 @@ def bert_pair_input_by_lengths(tokens_a, tokens_b, *, cls_id, sep_id, max_length
     return {"attention_mask": torch.ones(len(ids), dtype=torch.int64), "token_type_ids": types, "input_ids": ids}
 
 
+def _pairs_by_coin(documents, generator, *, p_is_next=0.5, own_document_too=False):
+    """make_nsp_pairs_flat's examples, no checks: the coin's probability and whether A's own
+    document is in the NotNext pool are knobs, so its mutants differ from it in one clause."""
+    out = []
+    for d, document in enumerate(documents):
+        pool = [s for e, other in enumerate(documents) if own_document_too or e != d for s in other]
+        for a, following in zip(document, document[1:]):
+            if float(torch.rand(1, generator=generator)) < p_is_next:
+                out.append((a, following, 0))
+            else:
+                out.append((a, pool[int(torch.randint(0, len(pool), (1,), generator=generator))], 1))
+    return out
+
+
 def make_nsp_pairs_flat(documents, generator):
     """Correct: the other documents' sentences listed once per document, indexed with randint."""
     if len(documents) < 2 or any(not d for d in documents):
         raise ValueError("at least two documents, each with a sentence")
-    out = []
-    for d, document in enumerate(documents):
-        others = [s for e, other in enumerate(documents) if e != d for s in other]
-        for a, following in zip(document, document[1:]):
-            if float(torch.rand(1, generator=generator)) < 0.5:
-                out.append((a, following, 0))
-            else:
-                out.append((a, others[int(torch.randint(0, len(others), (1,), generator=generator))], 1))
-    return out
+    return _pairs_by_coin(documents, generator)
 
 
 def make_nsp_pairs_multinomial(documents, generator):
@@ -980,29 +986,14 @@ def make_nsp_pairs_labels_swapped(documents, generator):
 
 def make_nsp_pairs_own_document_too(documents, generator):
     """NotNext sentences drawn from the whole corpus, A's document included."""
-    make_nsp_pairs_flat(documents, generator)  # the checks
-    every = [s for d in documents for s in d]
-    out = []
-    for document in documents:
-        for a, following in zip(document, document[1:]):
-            if float(torch.rand(1, generator=generator)) < 0.5:
-                out.append((a, following, 0))
-            else:
-                out.append((a, every[int(torch.randint(0, len(every), (1,), generator=generator))], 1))
-    return out
+    if len(documents) < 2 or any(not d for d in documents):
+        raise ValueError("at least two documents, each with a sentence")
+    return _pairs_by_coin(documents, generator, own_document_too=True)
 
 
 def make_nsp_pairs_biased_coin(documents, generator):
     """IsNext with probability 0.6."""
-    out = []
-    for d, document in enumerate(documents):
-        others = [s for e, other in enumerate(documents) if e != d for s in other]
-        for a, following in zip(document, document[1:]):
-            if float(torch.rand(1, generator=generator)) < 0.6:
-                out.append((a, following, 0))
-            else:
-                out.append((a, others[int(torch.randint(0, len(others), (1,), generator=generator))], 1))
-    return out
+    return _pairs_by_coin(documents, generator, p_is_next=0.6)
 
 
 def make_nsp_pairs_uniform_over_documents(documents, generator):
