@@ -83,18 +83,18 @@ class ResultCollector:
         if report.when != "call" and not report.failed:
             return
         if report.when == "call" and report.passed:
-            status, message = "passed", ""
+            status, message, fraction = "passed", "", 1.0
         elif call.excinfo is not None:
             status, message = classify(call.excinfo)
+            # A check that gives partial credit (some of several answers right) keeps that share.
+            partial = status == "failed" and isinstance(call.excinfo.value, PartialCredit)
+            fraction = call.excinfo.value.fraction if partial else 0.0
         else:
             return
-        # A check that gives partial credit (some of several answers right) keeps that share.
-        fraction = call.excinfo.value.fraction if (
-            status == "failed" and call.excinfo is not None and isinstance(call.excinfo.value, PartialCredit)) else 0.0
         # Clipped here, before anything keeps it: a message may quote a returned value.
         self.rows.append(dict(cell=marker.kwargs["cell"], function=function, test=item.name,
                               points=float(marker.kwargs["points"]), status=status, message=clip(message),
-                              fraction=1.0 if status == "passed" else fraction))
+                              fraction=fraction))
 
     def results(self) -> list[TestResult]:
         """Share each test's points among its variants that ran (CPU, CUDA)."""
