@@ -143,6 +143,16 @@ def cell_source(cell) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
 
 
+# nbgrader's solution markers, each alone on its line (indented in a function body):
+# everything between "### BEGIN SOLUTION" and "### END SOLUTION" is the instructor's.
+SOLUTION_REGION = re.compile(r"^[ \t]*### BEGIN SOLUTION[^\n]*\n(.*?)^[ \t]*### END SOLUTION[^\n]*", re.S | re.M)
+
+
+def solution_regions(source: str) -> list[str]:
+    """The text of each solution region of a cell's source, the marker lines left out."""
+    return SOLUTION_REGION.findall(source)
+
+
 def cell_points(cell) -> tuple[str, float]:
     """(grade_id, points) of a graded cell (one that :func:`is_test_cell` or :func:`is_written_answer` accepted)."""
     meta = _nbgrader(cell)

@@ -2,25 +2,28 @@
 
     python -m autograder.regen                  # regenerate what is out of date
     python -m autograder.regen --check          # write nothing; exit 1 listing what is out of date
-    python -m autograder.regen --only handout   # one step (repeatable): release, handout, samples, readme, checksums
+    python -m autograder.regen --only handout   # one step (repeatable): tables, release, handout, samples, readme, checksums
 
 The steps, in the order in which they depend on each other:
 
-1. ``release``: ``assignments/week6`` from ``solutions/week6`` with nbgrader
-   (``autograder/release.py``);
-2. ``handout``: ``handouts/week6.html``, ``handouts/grading_map.md`` and the item
+1. ``tables``: the "What you should see" cells of ``solutions/week6`` from
+   ``benchmarks/results/reference_values.json`` (``autograder/reference_tables.py``);
+2. ``release``: ``assignments/week6`` from ``solutions/week6`` with nbgrader
+   (``autograder/release.py``), which is why the tables come first;
+3. ``handout``: ``handouts/week6.html``, ``handouts/grading_map.md`` and the item
    lines of the "Where in the notebooks" boxes of ``handouts/week6.md``
    (``handouts/build.py``);
-3. ``samples``: ``data/sample_submissions/`` from the release notebooks
+4. ``samples``: ``data/sample_submissions/`` from the release notebooks
    (``data/sample_submissions/build.py``), which is why the release comes first;
-4. ``readme``: the points columns of the README's table of notebooks, from the
-   course model (``autograder/readme_points.py``);
-5. ``checksums``: every ``data/**/SHA256SUMS`` against the files it lists. The data
+5. ``readme``: the points columns of the README's table of notebooks, from the
+   course model (``autograder/readme_points.py``), and its table of run times, from the
+   reference runs (``autograder/reference_tables.py``);
+6. ``checksums``: every ``data/**/SHA256SUMS`` against the files it lists. The data
    sets, tokenizer and checkpoints are rebuilt from upstream downloads or by
    training (``data/*/build.py``, ``python -m week6_pretraining...``), not here: a
    mismatch is reported in both modes and never "fixed" by rewriting the list.
 
-Steps 1-4 hand every file to one check-or-write helper
+Steps 1-5 hand every file to one check-or-write helper
 (:func:`autograder.generated.update`); ``--check`` therefore writes nothing, and
 reports each file that differs, is missing, or should no longer exist. All steps
 run even when one finds something, so one run lists everything.
@@ -74,6 +77,15 @@ def _updated(files: dict[Path, bytes | None], check: bool) -> Found:
     return Found(stale=[shown(path) for path, data in files.items() if update(path, data, check=check)])
 
 
+def tables(check: bool) -> Found:
+    from . import reference_tables
+
+    try:
+        return _updated(reference_tables.notebook_outputs(), check)
+    except reference_tables.TablesError as err:
+        return Found(errors=[f"solutions/week6/{err}"])
+
+
 def release(check: bool) -> Found:
     from . import release as release_module
 
@@ -97,10 +109,11 @@ def samples(check: bool) -> Found:
 
 
 def readme(check: bool) -> Found:
-    from . import readme_points
+    from . import readme_points, reference_tables
 
     try:
-        return _updated(readme_points.outputs(), check)
+        return _updated({path: reference_tables.with_run_times(text.decode("utf-8")).encode("utf-8")
+                         for path, text in readme_points.outputs().items()}, check)
     except readme_points.ReadmeError as err:
         return Found(errors=[f"README.md: {err}"])
 
@@ -125,6 +138,7 @@ def checksums(check: bool, root: Path = DATA) -> Found:
 
 
 STEPS: dict[str, Callable[[bool], Found]] = {
+    "tables": tables,
     "release": release,
     "handout": handout,
     "samples": samples,

@@ -94,7 +94,7 @@ TOPICS: list[tuple[str, str, list[tuple]]] = [
         ("part_b_finetuning", "architecture_table"), ("part_b_finetuning", "model_for_task")]),
     ("B5", "Configuring fine-tuning and generation", [
         ("part_b_finetuning", "finetune_config"), ("part_b_finetuning", "generation_settings")]),
-    ("B6", "LoRA and the cost of training", [
+    ("B6", "LoRA, adapters, prompt tuning, BitFit; the cost of training", [
         ("part_b_finetuning", "lora_linear"), ("part_b_finetuning", "lora_parameter_count"),
         ("part_b_finetuning", "apply_lora"), ("part_b_finetuning", "bottleneck_adapter"),
         ("part_b_finetuning", "peft_parameter_counts"), ("part_b_finetuning", "fine_tuning_footprint"),

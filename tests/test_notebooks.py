@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 from autograder.course import load_course
-from autograder.notebook import REPO, is_setup, is_solution_code
+from autograder.notebook import REPO, is_setup, is_solution_code, solution_regions
 
 SOURCE = REPO / "solutions" / "week6"
 RELEASE = REPO / "assignments" / "week6"
@@ -19,7 +19,6 @@ HIDDEN = REPO / "autograder" / "hidden"
 # its visible-test cell test_<grade_id>.
 COURSE = load_course()
 NOTEBOOKS = COURSE.stems
-SOLUTION_BLOCK = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
 
 
 def _nb(folder: Path, stem: str):
@@ -102,7 +101,7 @@ def test_release_leaks_no_solution(stem):
     release = _nb(RELEASE, stem)
     released_lines = {line.strip() for cell in release.cells for line in cell.source.splitlines()}
     for cell in _nb(SOURCE, stem).cells:
-        for block in SOLUTION_BLOCK.findall(cell.source):
+        for block in solution_regions(cell.source):
             for line in block.splitlines():
                 line = line.strip()
                 # Short or generic lines (return x, pass, comments) may legitimately recur.

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.notebook import REPO
+from autograder.notebook import REPO, solution_regions
 
 SOURCE = REPO / "solutions" / "week6"
 RELEASE = REPO / "assignments" / "week6"
@@ -56,7 +56,6 @@ HANDOUT_FILES = ("week6.md", "week6.html", "grading_map.md")
 CODE_NGRAM = 16
 TEXT_SHINGLE = 9
 
-SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION[^\n]*\n?(.*?)### END SOLUTION", re.S)
 STRING = re.compile(r'("""|\'\'\')(?:.|\n)*?\1|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
 COMMENT = re.compile(r"#[^\n]*")
 TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|==|!=|<=|>=|\*\*|//|->|[^\s\w]")
@@ -137,7 +136,7 @@ def secrets() -> tuple[dict[tuple[str, ...], str], dict[tuple[str, ...], str]]:
     for path in sorted(SOURCE.glob("*.ipynb")):
         for index, cell in enumerate(_cells(path)):
             origin = f"{_shown(path)} cell {index} ({_grade_id(cell) or 'no grade_id'})"
-            for region in SOLUTION_REGION.findall(_source(cell)):
+            for region in solution_regions(_source(cell)):
                 if cell.get("cell_type") == "code":
                     for gram in runs(code_tokens(region), CODE_NGRAM):
                         code.setdefault(gram, f"the solution code of {origin}")
@@ -241,7 +240,7 @@ def test_handout_gives_no_answer_away(name):
 def _solution_block(stem: str, grade_id: str, lines: int = 3) -> str:
     """The first ``lines`` code lines (no comments, no blank lines) of a source solution region."""
     (cell,) = [c for c in _cells(SOURCE / f"{stem}.ipynb") if _grade_id(c) == grade_id]
-    (region,) = SOLUTION_REGION.findall(_source(cell))
+    (region,) = solution_regions(_source(cell))
     code = [line for line in region.splitlines() if line.strip() and not line.strip().startswith("#")]
     return "\n".join(line.strip() for line in code[:lines])
 
@@ -249,7 +248,7 @@ def _solution_block(stem: str, grade_id: str, lines: int = 3) -> str:
 def _rubric_sentence(stem: str, grade_id: str) -> str:
     """One line of prose from the model answer of a written-answer cell of the source."""
     (cell,) = [c for c in _cells(SOURCE / f"{stem}.ipynb") if _grade_id(c) == grade_id]
-    (region,) = SOLUTION_REGION.findall(_source(cell))
+    (region,) = solution_regions(_source(cell))
     return max(region.splitlines(), key=lambda line: len(words(line)))
 
 

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.notebook import REPO
+from autograder.notebook import REPO, solution_regions
 from tests.deploy.unix_users import (SYSTEM_PATH, Runner, UnixUser, chown_tree, create_user,
                                      missing_prerequisites, remove_user, write_as)
 
@@ -104,7 +104,7 @@ def solution_lines(cell_type: str) -> set[str]:
             if cell["cell_type"] != cell_type or not cell["metadata"].get("nbgrader", {}).get("solution"):
                 continue
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            regions = re.findall(r"BEGIN SOLUTION[^\n]*\n(.*?)[^\n]*END SOLUTION", source, re.S) or [source]
+            regions = solution_regions(source) or [source]
             for region in regions:
                 body = [line.strip() for line in region.splitlines() if line.strip()]
                 if len(body) >= 3:

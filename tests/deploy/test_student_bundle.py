@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.notebook import REPO
+from autograder.notebook import REPO, solution_regions
 
 from .conftest import bwrap_available, sandbox_command
 
@@ -38,8 +38,8 @@ def _lines(text: str) -> list[str]:
 
 
 def _solution_region(source: str) -> str:
-    match = re.search(r"### BEGIN SOLUTION(.*?)### END SOLUTION", source, flags=re.S)
-    return match.group(1) if match else source
+    regions = solution_regions(source)
+    return "\n".join(regions) if regions else source
 
 
 def instructor_only_texts() -> dict[str, list[str]]:

@@ -23,7 +23,7 @@ from autograder.course import load_course
 from autograder.feedback_math import latex_to_mathml
 from autograder.nbgrader_export import NotebookScoresExport, notebook_columns
 from autograder.nbgrader_plugin import cell_outputs
-from autograder.notebook import REPO
+from autograder.notebook import REPO, SOLUTION_REGION, solution_regions
 from autograder.report import TestResult
 from autograder.release import venv_env
 
@@ -31,7 +31,6 @@ SAMPLES = REPO / "data" / "sample_submissions"
 SOLUTIONS = REPO / "solutions" / "week6"
 STEM = "part_b_bert_gpt"
 HIDDEN_REGION = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
-SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.S)
 ANY_MARKER = re.compile(r"(BEGIN|END) (HIDDEN TESTS|SOLUTION)")
 CODE_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION", re.M)
 
@@ -194,7 +193,7 @@ def test_sample_written_answers_are_the_students_own_words():
             continue
         source = nbformat.read(SOLUTIONS / path.name, as_version=4)
         outside = set().union(*(_words(SOLUTION_REGION.sub("", c.source)) for c in source.cells))
-        model = {grade_id(c): "".join(SOLUTION_REGION.findall(c.source)) for c in source.cells}
+        model = {grade_id(c): "".join(solution_regions(c.source)) for c in source.cells}
         for cell in notebook.cells:
             if not isinstance(cell.get("metadata", {}).get("nbgrader"), dict):
                 continue

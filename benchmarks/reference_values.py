@@ -1,0 +1,133 @@
+"""The reference values of every experiment: each source notebook run under three seeds, in full mode.
+
+Each notebook is executed from ``solutions/week6/`` in a fresh kernel (the same runner as
+``week6-check``), with ``WEEK6_SEED`` set to the seed and ``WEEK6_RECORD`` naming a file where the
+notebook's ``record(...)`` calls (``week6_helpers/reference.py``) write each experiment's headline
+numbers. One more run per notebook in fast mode, seed 0, gives the fast-mode column.
+
+    .venv/bin/python benchmarks/reference_values.py                      # everything still missing
+    .venv/bin/python benchmarks/reference_values.py --mode fast          # the fast-mode runs only
+    .venv/bin/python benchmarks/reference_values.py --notebooks exercise4_model_size --seeds 0 1 2
+
+Results go to ``benchmarks/results/reference_values.json`` after every run, so a crash or an
+interruption loses at most the run in progress. A run already there for the same notebook, mode
+and seed is kept unless the notebook's code cells changed since (``--again`` runs it anyway).
+``make regen`` turns the file into the "What you should see" tables of the notebooks and the
+full-mode column of the README's table of run times (``autograder/reference_tables.py``).
+
+A notebook whose cells raise, or whose visible tests fail, is reported and not recorded: its
+numbers would not be what a student with a correct solution sees.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from autograder.course import NOTEBOOK_ORDER  # noqa: E402
+from week6_helpers.check import report, run_notebook  # noqa: E402
+from week6_helpers.reference import RECORD_VARIABLE, SEED_VARIABLE  # noqa: E402
+
+SOURCE = REPO / "solutions" / "week6"
+RESULTS = REPO / "benchmarks" / "results" / "reference_values.json"
+SEEDS = (0, 1, 2)
+
+
+def code_hash(path: Path) -> str:
+    """A digest of the notebook's code cells: what decides its numbers (markdown does not)."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    code = "\n\x00\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")
+    return hashlib.sha256(code.encode("utf-8")).hexdigest()[:16]
+
+
+def machine() -> str:
+    import torch
+
+    return (f"{platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__} "
+            f"with {torch.get_num_threads()} threads, Python {platform.python_version()}")
+
+
+def load(path: Path = RESULTS) -> dict:
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    return {"runs": []}
+
+
+def save(results: dict, path: Path = RESULTS) -> None:
+    results["runs"].sort(key=lambda run: (NOTEBOOK_ORDER.index(run["notebook"]), run["mode"], run["seed"]))
+    temporary = path.with_suffix(".json.part")
+    temporary.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    temporary.replace(path)  # atomic: a crash leaves the previous file whole
+
+
+def execute(stem: str, mode: str, seed: int) -> dict | None:
+    """Run one notebook once; its run record, or None when a cell failed."""
+    path = SOURCE / f"{stem}.ipynb"
+    with tempfile.TemporaryDirectory(prefix="week6-reference-") as scratch:
+        records = Path(scratch) / "records.jsonl"
+        os.environ[SEED_VARIABLE] = str(seed)
+        os.environ[RECORD_VARIABLE] = str(records)
+        try:
+            result = run_notebook(path, full=mode == "full")
+        finally:
+            del os.environ[SEED_VARIABLE], os.environ[RECORD_VARIABLE]
+        report(result)
+        if not result.clean:
+            return None
+        lines = records.read_text(encoding="utf-8").splitlines() if records.is_file() else []
+    values: dict[str, dict[str, float | None]] = {}
+    for line in lines:
+        entry = json.loads(line)
+        values.setdefault(entry["experiment"], {}).update(entry["values"])
+    return {"notebook": stem, "mode": mode, "seed": seed, "seconds": round(result.seconds, 1),
+            "code": code_hash(path), "machine": machine(),
+            "date": datetime.date.today().isoformat(), "values": values}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--notebooks", nargs="+", choices=NOTEBOOK_ORDER, default=list(NOTEBOOK_ORDER))
+    parser.add_argument("--mode", choices=("full", "fast", "both"), default="both")
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS),
+                        help="full-mode seeds (fast mode always runs seed 0)")
+    parser.add_argument("--again", action="store_true", help="run even where a result for the same code exists")
+    args = parser.parse_args(argv)
+
+    # Fast mode first, then one seed of every notebook at a time: an interrupted run still
+    # leaves every notebook measured at least once.
+    plan = [(stem, "fast", 0) for stem in args.notebooks if args.mode in ("fast", "both")]
+    if args.mode in ("full", "both"):
+        plan += [(stem, "full", seed) for seed in args.seeds for stem in args.notebooks]
+
+    results, failed = load(), []
+    for stem, mode, seed in plan:
+        current = code_hash(SOURCE / f"{stem}.ipynb")
+        done = [run for run in results["runs"] if (run["notebook"], run["mode"], run["seed"]) == (stem, mode, seed)]
+        if done and done[0]["code"] == current and not args.again:
+            print(f"{stem} {mode} seed {seed}: already measured for this code, kept")
+            continue
+        print(f"\n== {stem}, {mode} mode, seed {seed}", flush=True)
+        run = execute(stem, mode, seed)
+        if run is None:
+            failed.append(f"{stem} ({mode}, seed {seed})")
+            continue
+        results["runs"] = [r for r in results["runs"] if r not in done] + [run]
+        save(results)
+        print(f"   {run['seconds']:.0f} s; {sum(len(v) for v in run['values'].values())} numbers recorded", flush=True)
+    if failed:
+        print("\nnot recorded, a cell failed: " + "; ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
