@@ -12,7 +12,9 @@ from pathlib import Path
 TITLES = {
     "mlm": ("austen-bert-mlm", "a toy BERT (masked LM) pre-trained on Jane Austen"),
     "clm": ("austen-gpt-clm", "a toy GPT-2 (causal LM) pre-trained on Jane Austen"),
+    "span": ("austen-t5-span", "a toy T5 (span corruption) pre-trained on Jane Austen"),
 }
+LOADERS = {"mlm": "load_mlm", "clm": "load_small_gpt"}  # week6_helpers.small_models
 
 
 def write_sha256sums(folder: Path) -> None:
@@ -60,11 +62,17 @@ def reproduce_command(objective: str, log: dict) -> str:
     return "python -m week6_pretraining.train " + flags
 
 
-def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: list[str]) -> str:
+def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: list[str],
+           siblings: list[str] | None = None) -> str:
+    """The card's markdown; ``siblings``: the other objectives whose checkpoints ship beside this
+    one (default: all of them)."""
     name, title = TITLES[objective]
     s = log["size"]
     is_mlm = objective == "mlm"
-    other = TITLES["clm" if is_mlm else "mlm"][0]
+    siblings = [o for o in TITLES if o != objective] if siblings is None else siblings
+    others = " and ".join(f"`{TITLES[o][0]}`" for o in siblings)
+    plural = len(siblings) > 1
+    objectives = " vs ".join(o.upper() for o in TITLES if o == objective or o in siblings)
     if is_mlm:
         results = (
             f"| held-out masked-LM loss (all {metrics['heldout_rows']} held-out rows, one fixed seeded masking) | "
@@ -76,6 +84,19 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
             "selected; of those 80 % become `[MASK]`, 10 % a random token and 10 % stay unchanged "
             "(`autograder.reference.masking.mask_tokens`). The loss is the mean cross-entropy at the "
             "selected positions (`autograder.reference.losses.mlm_loss`). No next-sentence prediction.")
+    elif objective == "span":
+        results = (
+            f"| held-out span-corruption loss (all {metrics['heldout_rows']} held-out rows, one fixed seeded "
+            f"corruption) | {metrics['heldout_span_loss']:.3f} nats per target token |\n"
+            f"| target tokens scored | {metrics['heldout_span_predicted_tokens']:,} |\n")
+        objective_text = (
+            "Span corruption, T5's recipe: in every row (its `[CLS]` left out) 15 % of the tokens are "
+            "dropped in spans of mean length 3 (`autograder.reference.span_corruption.random_spans_noise_mask`); "
+            "the encoder reads the row with each dropped span replaced by one sentinel, and the decoder writes "
+            "each sentinel followed by its span, then a final sentinel (`span_corrupt`). The loss is the mean "
+            "cross-entropy over those target tokens, the decoder reading the targets shifted right (teacher "
+            "forcing). The tokenizer is the course's WordPiece with T5's 100 sentinels `<extra_id_0>` ... "
+            "`<extra_id_99>` added at the end of the vocabulary.")
     else:
         results = (
             f"| held-out causal-LM loss (all {metrics['heldout_rows']} held-out rows) | "
@@ -92,13 +113,13 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
         "real gain would come from a larger corpus.")
     return f"""# {name}: {title}
 
-A teaching model for Week 6 of the course. It exists because no checkpoint with a masked-LM
-head can be installed offline; it is meant for the notebooks' demos (fill-in-the-blank,
-next-token prediction, MLM vs CLM training curves), not for any real task. Its twin,
-`{other}`, has the same size and was trained on the same text for the same number of tokens
-with the other objective.
+A teaching model for Week 6 of the course. It exists because no checkpoint with a
+{"T5 encoder-decoder" if objective == "span" else "masked-LM head"} can be installed offline; it is meant for the notebooks' demos (fill-in-the-blank,
+next-token prediction, {objectives} training curves), not for any real task. {"Its siblings" if plural else "Its twin"},
+{others}, {"have" if plural else "has"} the same layer sizes and {"were" if plural else "was"} trained on the same text for the same number of tokens
+with the other objective{"s" if plural else ""}.
 
-Load it offline with `week6_helpers.small_models.{"load_mlm" if is_mlm else "load_small_gpt"}()`, or
+Load it offline with {f"`week6_helpers.small_models.{LOADERS[objective]}()`, or" if objective in LOADERS else "transformers:"}
 `{log['model']}.from_pretrained("data/checkpoints/{name}")`.
 
 ## Model
@@ -106,9 +127,9 @@ Load it offline with `week6_helpers.small_models.{"load_mlm" if is_mlm else "loa
 | | |
 |---|---|
 | class | `transformers.{log['model']}`, random initialisation (seed {log['seed']}) |
-| layers / hidden / heads / feed-forward | {s['layers']} / {s['hidden']} / {s['heads']} / {s['ffn']} |
+| layers / hidden / heads / feed-forward | {s['layers']}{" encoder + " + str(s['layers']) + " decoder" if objective == "span" else ""} / {s['hidden']} / {s['heads']} / {s['ffn']} |
 | context | {log['context']} tokens |
-| vocabulary | {log['vocab_size']:,} WordPiece pieces (`data/tokenizer/austen-wordpiece`, lower-cased) |
+| vocabulary | {log['vocab_size']:,} WordPiece pieces (`data/tokenizer/austen-wordpiece`, lower-cased{", its last 100 the sentinels" if objective == "span" else ""}) |
 | output layer | tied to the input embeddings |
 | dropout | {s['dropout']} |
 | parameters | {log['parameters']:,} (tied weights counted once) |
@@ -121,7 +142,7 @@ Load it offline with `week6_helpers.small_models.{"load_mlm" if is_mlm else "loa
 each paragraph). A row is `[CLS]` followed by consecutive tokens of that stream; each pass
 over the data shifts the row boundaries by a random offset and shuffles the rows. Evaluation
 uses `austen_heldout.txt` (the last 5 % of each novel, never trained on), in rows of 128.
-Both models read exactly the same rows in the same order.
+{"All three" if plural else "Both"} models read exactly the same rows in the same order.
 
 ## Training
 
@@ -180,4 +201,5 @@ released under the MIT licence of this repository.
 def write_card(folder: Path, objective: str, log: dict, metrics: dict) -> None:
     size = (folder / "model.safetensors").stat().st_size
     files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name not in ("README.md", "SHA256SUMS"))
-    (folder / "README.md").write_text(render(objective, log, metrics, size, files))
+    siblings = [o for o, (name, _) in TITLES.items() if o != objective and (folder.parent / name / "config.json").is_file()]
+    (folder / "README.md").write_text(render(objective, log, metrics, size, files, siblings))

@@ -33,6 +33,30 @@ def load_tokenizer(folder: Path = TOKENIZER_DIR):
     return AutoTokenizer.from_pretrained(folder)
 
 
+SENTINELS = 100  # T5's <extra_id_0> ... <extra_id_99>
+
+
+def with_sentinels(tokenizer, count: int = SENTINELS):
+    """A copy of ``tokenizer`` with T5's sentinel tokens ``<extra_id_0>`` ... added at the end of
+    its vocabulary (the ids of every other token stay what they were), for span corruption."""
+    import copy
+
+    names = [f"<extra_id_{i}>" for i in range(count)]
+    if all(name in tokenizer.get_vocab() for name in names):
+        return tokenizer
+    extended = copy.deepcopy(tokenizer)
+    extended.add_special_tokens({"additional_special_tokens": names})
+    return extended
+
+
+def sentinel_ids(tokenizer, count: int = SENTINELS) -> list[int]:
+    """The ids of ``<extra_id_0>``, ``<extra_id_1>``, ... in the order span corruption uses them."""
+    ids = tokenizer.convert_tokens_to_ids([f"<extra_id_{i}>" for i in range(count)])
+    if tokenizer.unk_token_id in ids:
+        raise ValueError("the tokenizer has no sentinel tokens: pass it through with_sentinels() first")
+    return ids
+
+
 def token_stream(tokenizer, part: str = "train", corpus: Path = CORPUS) -> torch.Tensor:
     """All paragraphs of ``austen_<part>.txt``, each followed by [SEP], as one int64 tensor."""
     lines = (corpus / f"austen_{part}.txt").read_text(encoding="utf-8").splitlines()

@@ -1,13 +1,14 @@
 """Evaluate the shipped checkpoints and write the numbers into their model cards.
 
-    python -m week6_pretraining.evaluate                 # both checkpoints, cards + SHA256SUMS
+    python -m week6_pretraining.evaluate                 # every checkpoint there is, cards + SHA256SUMS
     python -m week6_pretraining.evaluate --no-write      # print only
 
 Measured here, on the full held-out part of the corpus (austen_heldout.txt):
 
 - BERT: masked-LM loss on one fixed, seeded 80/10/10 masking of the held-out rows,
   and top-1 / top-5 accuracy on the cloze set ``data/cloze/cloze.jsonl``;
-- GPT: causal-LM loss and perplexity (exp of the loss) on the same rows.
+- GPT: causal-LM loss and perplexity (exp of the loss) on the same rows;
+- T5: span-corruption loss on one fixed, seeded corruption of the same rows.
 """
 from __future__ import annotations
 
@@ -76,15 +77,28 @@ def evaluate_clm(folder: Path) -> dict:
             "heldout_perplexity": round(math.exp(loss), 2)}
 
 
+def evaluate_span(folder: Path) -> dict:
+    from transformers import AutoTokenizer, T5ForConditionalGeneration
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = T5ForConditionalGeneration.from_pretrained(folder).eval()
+    batches = heldout_batches(tokenizer, "span")
+    loss = heldout_loss(model, batches, "span")
+    return {"heldout_rows": sum(len(b[0]) for b in batches), "heldout_span_loss": round(loss, 4),
+            "heldout_span_predicted_tokens": sum(int((b[1] != -100).sum()) for b in batches)}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mlm", type=Path, default=DEFAULT_OUT["mlm"])
     parser.add_argument("--clm", type=Path, default=DEFAULT_OUT["clm"])
+    parser.add_argument("--span", type=Path, default=DEFAULT_OUT["span"])
     parser.add_argument("--no-write", action="store_true", help="print the metrics, touch no file")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     results = {}
-    for objective, folder, evaluate in [("mlm", args.mlm, evaluate_mlm), ("clm", args.clm, evaluate_clm)]:
+    for objective, folder, evaluate in [("mlm", args.mlm, evaluate_mlm), ("clm", args.clm, evaluate_clm),
+                                        ("span", args.span, evaluate_span)]:
         if not (folder / "config.json").is_file():
             print(f"skipping {folder}: no checkpoint there")
             continue

@@ -1,4 +1,4 @@
-"""A small BERT and a small GPT-2 with the same body, built from random weights.
+"""A small BERT, GPT-2 and T5 with the same body sizes, built from random weights.
 
 Both are stock ``transformers`` classes, so the checkpoints load with
 ``from_pretrained`` like any hub model. They share every size that matters
@@ -7,6 +7,11 @@ the output layer to the input embeddings; what differs is the objective and
 the attention mask (bidirectional vs causal), plus small architectural habits
 of each family (BERT: post-LayerNorm, token-type embeddings, an extra dense
 layer in the MLM head; GPT-2: pre-LayerNorm).
+
+The T5 (span corruption) has an encoder *and* a decoder of that size, as T5-base
+has two stacks of BERT-base's size (Raffel et al., 2020): about 1.5 times the
+BERT's parameters, while each row costs it less than the BERT, since the encoder
+reads the row without its dropped spans and the decoder only those spans.
 """
 from __future__ import annotations
 
@@ -29,7 +34,8 @@ class Size:
 
 
 def build_model(objective: str, tokenizer, size: Size = Size()):
-    """A freshly initialised ``BertForMaskedLM`` (mlm) or ``GPT2LMHeadModel`` (clm) for ``tokenizer``."""
+    """A freshly initialised ``BertForMaskedLM`` (mlm), ``GPT2LMHeadModel`` (clm) or
+    ``T5ForConditionalGeneration`` (span; ``tokenizer`` with its sentinels) for ``tokenizer``."""
     from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
 
     vocab_size, pad_id = len(tokenizer), tokenizer.pad_token_id
@@ -70,7 +76,30 @@ def build_model(objective: str, tokenizer, size: Size = Size()):
             tie_word_embeddings=True,
         )
         return GPT2LMHeadModel(config)
-    raise ValueError(f"objective must be 'mlm' or 'clm', got {objective!r}")
+    if objective == "span":
+        from transformers import T5Config, T5ForConditionalGeneration
+
+        config = T5Config(
+            vocab_size=vocab_size,
+            d_model=size.hidden,
+            d_kv=size.hidden // size.heads,
+            d_ff=size.ffn,
+            num_layers=size.layers,
+            num_decoder_layers=size.layers,
+            num_heads=size.heads,
+            relative_attention_max_distance=size.context,
+            dropout_rate=size.dropout,
+            feed_forward_proj="relu",
+            pad_token_id=pad_id,
+            # The decoder starts from the padding id, as in T5; the targets end with a
+            # sentinel (span_corrupt's final one), so no end-of-sequence token is needed.
+            decoder_start_token_id=pad_id,
+            eos_token_id=tokenizer.sep_token_id,
+            initializer_factor=1.0,
+            tie_word_embeddings=True,
+        )
+        return T5ForConditionalGeneration(config)
+    raise ValueError(f"objective must be 'mlm', 'clm' or 'span', got {objective!r}")
 
 
 def size_dict(size: Size) -> dict:

@@ -1,18 +1,20 @@
-"""Pre-train a small BERT (masked LM) or GPT-2 (causal LM) on the Austen corpus.
+"""Pre-train a small BERT (masked LM), GPT-2 (causal LM) or T5 (span corruption) on the Austen corpus.
 
     python -m week6_pretraining.train --objective mlm            # -> data/checkpoints/austen-bert-mlm/
     python -m week6_pretraining.train --objective clm            # -> data/checkpoints/austen-gpt-clm/
+    python -m week6_pretraining.train --objective span           # -> data/checkpoints/austen-t5-span/
     python -m week6_pretraining.train --objective clm --max-steps 20 --size tiny --out /tmp/try
 
 The defaults are the shipped runs (5,000 steps of 16 x 128 tokens, peak learning rate
 2e-3): on a 2-core CPU about 22 minutes for BERT on one thread and 36 minutes for GPT on
 two (GPT scores every position, so its output layer costs more).
 
-Both objectives read the same rows of the same token stream for the same number of
+All objectives read the same rows of the same token stream for the same number of
 steps, so they *process* the same number of tokens: that is the fair budget, since
 compute is spent on every token read. They differ in how many tokens they *predict*:
 GPT is scored on every next token (127 of 128 per row), BERT only on the ~15 % it
-masked. The log records both counts so the two loss curves can be put side by side.
+masked, T5 on the ~15 % it dropped plus one sentinel per dropped span and a final
+one. The log records both counts so the loss curves can be put side by side.
 
 The loop takes the corruption and loss functions as arguments (defaulting to the
 course's reference implementations), so a notebook can train with its own versions.
@@ -32,11 +34,13 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from .data import CONTEXT, DATA, TOKENIZER_DIR, Batches, load_tokenizer, token_stream, windows
+from .data import CONTEXT, DATA, TOKENIZER_DIR, Batches, load_tokenizer, sentinel_ids, token_stream, windows, with_sentinels
 from .model import Size, build_model
 
 CHECKPOINTS = DATA / "checkpoints"
-DEFAULT_OUT = {"mlm": CHECKPOINTS / "austen-bert-mlm", "clm": CHECKPOINTS / "austen-gpt-clm"}
+DEFAULT_OUT = {"mlm": CHECKPOINTS / "austen-bert-mlm", "clm": CHECKPOINTS / "austen-gpt-clm",
+               "span": CHECKPOINTS / "austen-t5-span"}
+OBJECTIVES = tuple(DEFAULT_OUT)
 SIZES = {
     "small": Size(layers=4, hidden=128, heads=4, ffn=512),  # the shipped models
     "tiny": Size(layers=2, hidden=64, heads=2, ffn=256),  # tests and the notebook's quick run
@@ -61,6 +65,18 @@ def reference_functions():
             "pass mask_fn, mlm_loss_fn and clm_loss_fn to train() yourself"
         ) from err
     return mask_tokens, mlm_loss, clm_loss
+
+
+def reference_span_functions():
+    """The course's reference ``random_spans_noise_mask`` and ``span_corrupt`` (exercise 5)."""
+    try:
+        from autograder.reference.span_corruption import random_spans_noise_mask, span_corrupt
+    except ImportError as err:
+        raise ImportError(
+            "the reference implementations (autograder.reference) are not installed: "
+            "pass noise_fn and corrupt_fn to train() yourself"
+        ) from err
+    return random_spans_noise_mask, span_corrupt
 
 
 def special_ids(tokenizer) -> list[int]:
@@ -90,6 +106,42 @@ def mlm_step_loss(model, rows, tokenizer, generator, mask_fn, mlm_loss_fn):
     return mlm_loss_fn(logits, labels[selected]), int(selected.sum())
 
 
+def span_batch(rows, tokenizer, generator, noise_fn, corrupt_fn):
+    """T5's (encoder inputs, labels) for ``rows``: each row without its leading [CLS] (T5 has no
+    such token), spans dropped by ``noise_fn``, the pair built by ``corrupt_fn``. Rows whose pairs
+    differ in length are padded: inputs with the padding id, labels with -100."""
+    sentinels = sentinel_ids(tokenizer)
+    pairs = []
+    for row in rows[:, 1:]:
+        mask = noise_fn(len(row), generator=generator).to(row.device)
+        pairs.append(corrupt_fn(row, mask, sentinel_ids=sentinels))
+    pad = torch.nn.utils.rnn.pad_sequence
+    inputs = pad([i for i, _ in pairs], batch_first=True, padding_value=tokenizer.pad_token_id)
+    labels = pad([t for _, t in pairs], batch_first=True, padding_value=-100)
+    return inputs, labels
+
+
+def shift_right(labels, start_id: int, pad_id: int):
+    """Teacher forcing: the decoder reads ``start_id`` then the targets but the last (-100 -> pad)."""
+    shifted = labels.new_full(labels.shape, start_id)
+    shifted[:, 1:] = labels[:, :-1].masked_fill(labels[:, :-1] == -100, pad_id)
+    return shifted
+
+
+def span_logits(model, inputs, labels):
+    config = model.config
+    return model(input_ids=inputs, attention_mask=inputs.ne(config.pad_token_id),
+                 decoder_input_ids=shift_right(labels, config.decoder_start_token_id, config.pad_token_id)).logits
+
+
+def span_step_loss(model, rows, tokenizer, generator, noise_fn, corrupt_fn):
+    """Span-corrupt ``rows`` T5-style and return (loss, number of predicted tokens)."""
+    inputs, labels = span_batch(rows, tokenizer, generator, noise_fn, corrupt_fn)
+    logits = span_logits(model, inputs, labels)
+    loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+    return loss, int((labels != -100).sum())
+
+
 def clm_step_loss(model, rows, clm_loss_fn):
     """Next-token loss on ``rows``; every position but the last predicts a token."""
     logits = model(input_ids=rows).logits
@@ -97,18 +149,24 @@ def clm_step_loss(model, rows, clm_loss_fn):
 
 
 # ----------------------------------------------------------------------------- evaluation
-def heldout_batches(tokenizer, objective, n_rows=None, device="cpu", batch_size=32, mask_fn=None):
-    """The held-out rows (the first ``n_rows``, or all), masked once with a fixed seed for MLM.
+def heldout_batches(tokenizer, objective, n_rows=None, device="cpu", batch_size=32, mask_fn=None,
+                    noise_fn=None, corrupt_fn=None):
+    """The held-out rows (the first ``n_rows``, or all), masked (MLM) or span-corrupted (span)
+    once with a fixed seed.
 
     Returns a list of (inputs, targets): for MLM targets are the labels, for CLM the
-    inputs themselves. Fixing the masking makes every evaluation of every MLM model
-    score the very same blanks.
+    inputs themselves, for span the T5 labels. Fixing the corruption makes every
+    evaluation of every model of one objective score the very same blanks.
     """
     rows = windows(token_stream(tokenizer, "heldout"), tokenizer.cls_token_id)
     if n_rows is not None:
         rows = rows[:n_rows]
     if objective == "clm":
         inputs, targets = rows, rows
+    elif objective == "span":
+        references = reference_span_functions() if None in (noise_fn, corrupt_fn) else (noise_fn, corrupt_fn)
+        generator = torch.Generator().manual_seed(HELDOUT_MASK_SEED)
+        inputs, targets = span_batch(rows, tokenizer, generator, noise_fn or references[0], corrupt_fn or references[1])
     else:
         generator = torch.Generator().manual_seed(HELDOUT_MASK_SEED)
         inputs, targets = mask_rows(mask_fn or reference_functions()[0], rows, tokenizer, generator)
@@ -123,6 +181,8 @@ def heldout_loss(model, batches, objective, autocast=nullcontext, mlm_loss_fn=No
     """Mean cross-entropy per predicted token over ``batches`` (reference losses unless given)."""
     if (objective == "mlm" and mlm_loss_fn is None) or (objective == "clm" and clm_loss_fn is None):
         _, mlm_loss_fn, clm_loss_fn = reference_functions()
+    if objective == "span":
+        return _heldout_span_loss(model, batches, autocast)
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
@@ -136,6 +196,21 @@ def heldout_loss(model, batches, objective, autocast=nullcontext, mlm_loss_fn=No
             n = targets.numel() - targets.size(0)
             total += float(clm_loss_fn(logits, targets)) * n
         count += n
+    model.train(was_training)
+    return total / max(count, 1)
+
+
+@torch.no_grad()
+def _heldout_span_loss(model, batches, autocast) -> float:
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    for inputs, labels in batches:
+        with autocast():
+            logits = span_logits(model, inputs, labels)
+        total += float(torch.nn.functional.cross_entropy(
+            logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100, reduction="sum"))
+        count += int((labels != -100).sum())
     model.train(was_training)
     return total / max(count, 1)
 
@@ -186,6 +261,8 @@ def train(
     mask_fn=None,
     mlm_loss_fn=None,
     clm_loss_fn=None,
+    noise_fn=None,
+    corrupt_fn=None,
     progress: bool = True,
 ):
     """Train one model from random weights; return ``(model, tokenizer, log)``.
@@ -209,19 +286,28 @@ def train(
     (``mlm_loss_fn`` receives logits [N, V] of the masked positions only); None
     means the reference implementation. The held-out evaluation uses the same
     functions, with the masking of the held-out rows seeded once and for all.
+    ``noise_fn`` and ``corrupt_fn`` (span) follow ``random_spans_noise_mask`` and
+    ``span_corrupt`` of ``autograder.reference.span_corruption``; the span objective
+    adds T5's 100 sentinel tokens to the tokenizer (``data.with_sentinels``).
     """
-    if objective not in ("mlm", "clm"):
-        raise ValueError(f"objective must be 'mlm' or 'clm', got {objective!r}")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     device = torch.device(device)
     torch.manual_seed(seed)
-    if None in (mask_fn, mlm_loss_fn, clm_loss_fn):
+    if objective == "span":
+        if None in (noise_fn, corrupt_fn):
+            references = reference_span_functions()
+            noise_fn, corrupt_fn = noise_fn or references[0], corrupt_fn or references[1]
+    elif None in (mask_fn, mlm_loss_fn, clm_loss_fn):
         references = reference_functions()
         mask_fn, mlm_loss_fn, clm_loss_fn = (
             given or reference for given, reference in zip((mask_fn, mlm_loss_fn, clm_loss_fn), references))
 
     tokenizer = tokenizer or load_tokenizer()
+    if objective == "span":
+        tokenizer = with_sentinels(tokenizer)  # new ids at the end: the stream's ids do not change
     stream = token_stream(tokenizer, "train") if stream is None else stream
     # One endless supply of rows per row length; the same seeds give both objectives
     # exactly the same rows in the same order.
@@ -229,7 +315,8 @@ def train(
     contexts = [c for _, c in phases] + [CONTEXT]
     supply = {c: Batches(stream, tokenizer.cls_token_id, batch_size * CONTEXT // c, seed=seed + c, context=c)
               for c in contexts}
-    eval_batches = heldout_batches(tokenizer, objective, eval_rows, device, mask_fn=mask_fn)
+    eval_batches = heldout_batches(tokenizer, objective, eval_rows, device, mask_fn=mask_fn,
+                                   noise_fn=noise_fn, corrupt_fn=corrupt_fn)
 
     model = build_model(objective, tokenizer, size).to(device)
     optimizer = make_optimizer(model, lr)
@@ -294,6 +381,8 @@ def train(
         with autocast():
             if objective == "mlm":
                 loss, n_pred = mlm_step_loss(model, rows, tokenizer, mask_generator, mask_fn, mlm_loss_fn)
+            elif objective == "span":
+                loss, n_pred = span_step_loss(model, rows, tokenizer, mask_generator, noise_fn, corrupt_fn)
             else:
                 loss, n_pred = clm_step_loss(model, rows, clm_loss_fn)
         optimizer.zero_grad(set_to_none=True)
@@ -352,8 +441,8 @@ def save(model, tokenizer, log, out: Path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Pre-train a small BERT (mlm) or GPT-2 (clm) on Austen.")
-    parser.add_argument("--objective", choices=["mlm", "clm"], required=True)
+    parser = argparse.ArgumentParser(description="Pre-train a small BERT (mlm), GPT-2 (clm) or T5 (span) on Austen.")
+    parser.add_argument("--objective", choices=OBJECTIVES, required=True)
     parser.add_argument("--max-steps", type=int, default=5000)
     parser.add_argument("--minutes", type=float, default=None, help="wall-clock cap (the schedule adapts)")
     parser.add_argument("--batch-size", type=int, default=16)

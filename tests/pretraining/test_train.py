@@ -40,7 +40,7 @@ def run_cli(objective: str, out: Path, repo_root: Path, device: str = "cpu", ste
     return log
 
 
-@pytest.mark.parametrize("objective", ["mlm", "clm"])
+@pytest.mark.parametrize("objective", ["mlm", "clm", "span"])
 def test_cli_few_steps_lower_the_loss(objective, tmp_path, repo_root):
     log = run_cli(objective, tmp_path, repo_root)
     assert log["cpu_seconds_total"] < 60, log["cpu_seconds_total"]
@@ -51,16 +51,24 @@ def test_cli_few_steps_lower_the_loss(objective, tmp_path, repo_root):
     assert first["heldout_loss"] > 8.5
     assert last["heldout_loss"] < first["heldout_loss"] - 1.0, (first, last)
     # Tokens predicted: every next token for GPT (15 of 16 per row during the context
-    # warm-up, 127 of 128 after), ~15 % of the non-special tokens for BERT.
+    # warm-up, 127 of 128 after), ~15 % of the non-special tokens for BERT, and for T5
+    # the ~15 % dropped plus a sentinel per span and a final one (about 1 in 5).
     ratio = log["tokens_predicted"] / log["tokens_processed"]
-    assert 15 / 16 <= ratio <= 127 / 128 if objective == "clm" else 0.12 < ratio < 0.18
+    expected = {"clm": (15 / 16, 127 / 128), "mlm": (0.12, 0.18), "span": (0.18, 0.30)}[objective]
+    assert expected[0] <= ratio <= expected[1], ratio
     assert [r["context"] for r in log["records"]] == [16, 64, 128, 128, 128]  # warm-up by default
     # The checkpoint folder is complete and loads back.
     for name in ("config.json", "model.safetensors", "tokenizer.json", "train_log.csv"):
         assert (tmp_path / name).is_file(), name
     from transformers import AutoConfig
 
-    assert AutoConfig.from_pretrained(tmp_path).model_type == ("bert" if objective == "mlm" else "gpt2")
+    assert AutoConfig.from_pretrained(tmp_path).model_type == {"mlm": "bert", "clm": "gpt2", "span": "t5"}[objective]
+    if objective == "span":  # the checkpoint's tokenizer knows the sentinels, at the end of the vocabulary
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+        assert tokenizer.convert_tokens_to_ids(["<extra_id_0>", "<extra_id_99>"]) == [log["vocab_size"] - 100,
+                                                                                      log["vocab_size"] - 1]
 
 
 def test_loop_uses_the_functions_it_is_given():
@@ -88,9 +96,48 @@ def test_loop_uses_the_functions_it_is_given():
     assert calls["clm"] == 3 + 2
     assert log["tokens_predicted"] == 3 * 4 * 127
 
+    from autograder.reference.span_corruption import random_spans_noise_mask, span_corrupt
+
+    calls.update(noise=0, corrupt=0)
+    _, _, log = train("span", **common, noise_fn=counted("noise", random_spans_noise_mask),
+                      corrupt_fn=counted("corrupt", span_corrupt))
+    held_out = log["eval_rows"]
+    assert calls["noise"] == calls["corrupt"] == 3 * 4 + held_out  # every training row, each held-out row once
+    # 127 tokens a row: 19 dropped in 6 spans, so 19 + 6 + 1 targets.
+    assert log["tokens_predicted"] == 3 * 4 * 26
+
+
+def test_span_pairs_shift_and_pad_like_t5():
+    """The decoder reads the start id then the targets; ragged pairs pad with pad / -100."""
+    from week6_pretraining.train import shift_right, span_batch
+
+    labels = torch.tensor([[7, 8, 9], [5, 6, -100]])
+    assert shift_right(labels, start_id=0, pad_id=0).tolist() == [[0, 7, 8], [0, 5, 6]]
+
+    class Tok:
+        pad_token_id = 0
+        unk_token_id = 1
+
+        def convert_tokens_to_ids(self, names):
+            return [100 + int(name[len("<extra_id_"):-1]) for name in names]
+
+    def noise(length, generator=None):  # drop the second token only, or the second and third
+        mask = torch.zeros(length, dtype=torch.bool)
+        mask[1 : 2 if length == 4 else 3] = True
+        return mask
+
+    def corrupt(row, mask, sentinel_ids):
+        kept = [int(t) for t, m in zip(row, mask) if not m]
+        return (torch.tensor(kept[:1] + [sentinel_ids[0]] + kept[1:]),
+                torch.tensor([sentinel_ids[0], *[int(t) for t, m in zip(row, mask) if m], sentinel_ids[1]]))
+
+    rows = torch.tensor([[2, 11, 12, 13, 14]])  # [CLS] is dropped: T5 reads 11 12 13 14
+    inputs, labels = span_batch(rows, Tok(), None, noise, corrupt)
+    assert inputs.tolist() == [[11, 100, 13, 14]] and labels.tolist() == [[100, 12, 101]]
+
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("objective", ["mlm", "clm"])
+@pytest.mark.parametrize("objective", ["mlm", "clm", "span"])
 def test_cli_on_cuda(objective, tmp_path, repo_root):
     log = run_cli(objective, tmp_path, repo_root, device="cuda")
     assert log["device"].startswith("cuda")
