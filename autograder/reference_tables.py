@@ -115,7 +115,7 @@ def table(stem: str, experiment: str, runs: list[dict]) -> str:
         else:
             middle, span = "diverged", "diverged"
         fast_values = _values(fast, experiment, label)
-        fast_cell = ("diverged" if fast_values[0] is None else number(fast_values[0])) if fast_values else "not run"
+        fast_cell = ("diverged" if fast_values[0] is None else number(fast_values[0])) if fast_values else "not in fast mode"
         lines.append(f"| {label} | {middle} | {span} | {fast_cell} |")
     return "\n".join(lines)
 

@@ -64,13 +64,13 @@ def test_a_table_gives_mean_spread_range_and_the_fast_mode_value():
     text = reference_tables.table("nb", "E", runs)
     assert "**What you should see: E.**" in text
     assert "| accuracy | 0.850 ± 0.050 | 0.800 to 0.900 | 0.500 |" in text
-    assert "| loss | 1.000 ± 0.000 | 1.000 to 1.000 | not run |" in text
+    assert "| loss | 1.000 ± 0.000 | 1.000 to 1.000 | not in fast mode |" in text
     assert "`WEEK6_SEED` = 0, 1, 2" in text
 
 
 def test_a_diverged_run_is_shown_as_such_not_averaged_away():
     runs = [_run("nb", "full", seed, {"E": {"loss": value}}) for seed, value in enumerate((1.0, None, 3.0))]
-    assert "| loss | 2.000 ± 1.414 | 1.000 to 3.000 (1 diverged) | not run |" in reference_tables.table("nb", "E", runs)
+    assert "| loss | 2.000 ± 1.414 | 1.000 to 3.000 (1 diverged) | not in fast mode |" in reference_tables.table("nb", "E", runs)
 
 
 def test_a_row_of_fast_mode_only_is_marked_and_a_spread_keeps_the_means_precision():
@@ -116,7 +116,7 @@ def test_the_table_cell_is_filled_from_the_runs(tmp_path):
     runs = [_run("nb", "full", seed, {"E": {"a": 1.0}}) for seed in range(3)]
     (written,) = reference_tables.notebook_outputs(runs, source=tmp_path).values()
     cell = json.loads(written)["cells"][1]
-    assert "".join(cell["source"]).endswith("| a | 1.000 ± 0.000 | 1.000 to 1.000 | not run |")
+    assert "".join(cell["source"]).endswith("| a | 1.000 ± 0.000 | 1.000 to 1.000 | not in fast mode |")
 
 
 def test_the_readme_times_are_the_fast_run_and_the_median_full_run():

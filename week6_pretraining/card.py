@@ -52,9 +52,17 @@ def _warmup_text(log: dict) -> str:
             + " (without it the BERT never left the word-frequency plateau; see `week6_pretraining/train.py`)")
 
 
-def reproduce_command(objective: str, log: dict) -> str:
-    """The training command, rebuilt from the logged settings (no output path: the default is this folder)."""
+def reproduce_command(objective: str, log: dict, name: str | None = None) -> str:
+    """The training command, rebuilt from the logged settings (the output path only where it is
+    not the objective's default folder)."""
+    from .train import SIZES
+
     flags = f"--objective {objective} --max-steps {log['max_steps']} --batch-size {log['batch_size']} --lr {log['peak_lr']:g} --seed {log['seed']}"
+    size = next((key for key, value in SIZES.items() if vars(value) == log["size"]), None)
+    if size not in (None, "small"):
+        flags += f" --size {size}"
+    if name not in (None, TITLES[objective][0]):
+        flags += f" --out data/checkpoints/{name}"
     if log["device"] == "cpu":
         flags += f" --threads {log['torch_threads']}"
     if not log.get("context_warmup"):
@@ -62,11 +70,25 @@ def reproduce_command(objective: str, log: dict) -> str:
     return "python -m week6_pretraining.train " + flags
 
 
+def cloze_rows(metrics: dict, how: str) -> str:
+    """The cloze results of a card, overall and for function and content words apart."""
+    rows = (f"| cloze top-1 accuracy ({metrics['cloze_items']} items, `data/cloze/`; {how}) | {metrics['cloze_top1']:.1%} |\n"
+            f"| cloze top-5 accuracy | {metrics['cloze_top5']:.1%} |\n")
+    for kind, words in (("function", "function words"), ("content", "content words: nouns, verbs, adjectives")):
+        if f"cloze_{kind}_top1" in metrics:
+            rows += (f"| cloze top-1 / top-5, {words} ({metrics[f'cloze_{kind}_items']} items) | "
+                     f"{metrics[f'cloze_{kind}_top1']:.1%} / {metrics[f'cloze_{kind}_top5']:.1%} |\n")
+    return rows
+
+
 def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: list[str],
-           siblings: list[str] | None = None) -> str:
+           siblings: list[str] | None = None, name: str | None = None) -> str:
     """The card's markdown; ``siblings``: the other objectives whose checkpoints ship beside this
-    one (default: all of them)."""
-    name, title = TITLES[objective]
+    one (default: all of them); ``name``: the folder, when not the objective's default."""
+    default_name, title = TITLES[objective]
+    name = name or default_name
+    if name != default_name:
+        title += ", in a smaller size"
     s = log["size"]
     is_mlm = objective == "mlm"
     siblings = [o for o in TITLES if o != objective] if siblings is None else siblings
@@ -77,8 +99,7 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
         results = (
             f"| held-out masked-LM loss (all {metrics['heldout_rows']} held-out rows, one fixed seeded masking) | "
             f"{metrics['heldout_mlm_loss']:.3f} nats |\n"
-            f"| cloze top-1 accuracy ({metrics['cloze_items']} items, `data/cloze/`) | {metrics['cloze_top1']:.1%} |\n"
-            f"| cloze top-5 accuracy | {metrics['cloze_top5']:.1%} |\n")
+            + cloze_rows(metrics, "the blank is `[MASK]`"))
         objective_text = (
             "Masked language modelling, BERT's recipe: in every row 15 % of the non-special tokens are "
             "selected; of those 80 % become `[MASK]`, 10 % a random token and 10 % stay unchanged "
@@ -88,7 +109,8 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
         results = (
             f"| held-out span-corruption loss (all {metrics['heldout_rows']} held-out rows, one fixed seeded "
             f"corruption) | {metrics['heldout_span_loss']:.3f} nats per target token |\n"
-            f"| target tokens scored | {metrics['heldout_span_predicted_tokens']:,} |\n")
+            f"| target tokens scored | {metrics['heldout_span_predicted_tokens']:,} |\n"
+            + cloze_rows(metrics, "the blank is a dropped span, `<extra_id_0>`; the first token written for it"))
         objective_text = (
             "Span corruption, T5's recipe: in every row (its `[CLS]` left out) 15 % of the tokens are "
             "dropped in spans of mean length 3 (`autograder.reference.span_corruption.random_spans_noise_mask`); "
@@ -96,7 +118,8 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
             "each sentinel followed by its span, then a final sentinel (`span_corrupt`). The loss is the mean "
             "cross-entropy over those target tokens, the decoder reading the targets shifted right (teacher "
             "forcing). The tokenizer is the course's WordPiece with T5's 100 sentinels `<extra_id_0>` ... "
-            "`<extra_id_99>` added at the end of the vocabulary.")
+            "`<extra_id_99>` added at the end of the vocabulary. The course ships the T5 in two sizes, "
+            "`austen-t5-span` and `austen-t5-span-tiny`, trained on the same rows for the same number of steps.")
     else:
         results = (
             f"| held-out causal-LM loss (all {metrics['heldout_rows']} held-out rows) | "
@@ -178,7 +201,7 @@ From the repository root, with the pinned environment (`make setup`):
 
 ```sh
 python -m week6_pretraining.tokenizer      # data/tokenizer/austen-wordpiece (deterministic)
-{reproduce_command(objective, log)}
+{reproduce_command(objective, log, name)}
 python -m week6_pretraining.evaluate       # metrics into both cards, SHA256SUMS
 ```
 
@@ -202,4 +225,4 @@ def write_card(folder: Path, objective: str, log: dict, metrics: dict) -> None:
     size = (folder / "model.safetensors").stat().st_size
     files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name not in ("README.md", "SHA256SUMS"))
     siblings = [o for o, (name, _) in TITLES.items() if o != objective and (folder.parent / name / "config.json").is_file()]
-    (folder / "README.md").write_text(render(objective, log, metrics, size, files, siblings))
+    (folder / "README.md").write_text(render(objective, log, metrics, size, files, siblings, folder.name))

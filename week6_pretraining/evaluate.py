@@ -6,9 +6,12 @@
 Measured here, on the full held-out part of the corpus (austen_heldout.txt):
 
 - BERT: masked-LM loss on one fixed, seeded 80/10/10 masking of the held-out rows,
-  and top-1 / top-5 accuracy on the cloze set ``data/cloze/cloze.jsonl``;
+  and top-1 / top-5 accuracy on the cloze set ``data/cloze/cloze.jsonl``, overall and
+  for function and content words (nouns, verbs, adjectives) apart;
 - GPT: causal-LM loss and perplexity (exp of the loss) on the same rows;
-- T5: span-corruption loss on one fixed, seeded corruption of the same rows.
+- T5: span-corruption loss on one fixed, seeded corruption of the same rows, and the
+  same cloze set with each blank a dropped span (``<extra_id_0>``): does the first token
+  the decoder writes after the sentinel name the answer?
 """
 from __future__ import annotations
 
@@ -43,13 +46,55 @@ def cloze_predictions(model, tokenizer, items: list[dict], k: int = 5) -> list[l
     return [tokenizer.convert_ids_to_tokens(ids) for ids in top.tolist()]
 
 
-def cloze_accuracy(model, tokenizer, items: list[dict] | None = None, k: int = 5) -> dict:
-    """Top-1 and top-k accuracy (fractions) of a masked LM on the cloze items."""
+@torch.no_grad()
+def span_cloze_predictions(model, tokenizer, items: list[dict], k: int = 5) -> list[list[str]]:
+    """The top-``k`` first tokens a T5 writes for the span dropped at each item's blank.
+
+    The blank becomes ``<extra_id_0>`` in the encoder's input (no [CLS] or [SEP]: the T5 never
+    read them as a row's frame); the decoder reads its start token and ``<extra_id_0>``, and the
+    logits at that position rank what comes next: the first token of the dropped span.
+    """
+    model.eval()
+    sentinel = tokenizer.convert_tokens_to_ids("<extra_id_0>")
+    texts = [item["text"].replace("[MASK]", "<extra_id_0>") for item in items]
+    batch = tokenizer(texts, padding=True, add_special_tokens=False, return_tensors="pt")
+    assert ((batch["input_ids"] == sentinel).sum(dim=1) == 1).all(), "every cloze item needs exactly one [MASK]"
+    decoder = torch.tensor([[model.config.decoder_start_token_id, sentinel]] * len(items))
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                   decoder_input_ids=decoder).logits[:, -1]
+    return [tokenizer.convert_ids_to_tokens(ids) for ids in logits.topk(k, dim=-1).indices.tolist()]
+
+
+def word_kind(item: dict) -> str:
+    """``function`` or ``content`` (the cloze set's nouns, verbs and adjectives)."""
+    return "function" if item["kind"] == "function" else "content"
+
+
+def cloze_accuracy(model, tokenizer, items: list[dict] | None = None, k: int = 5, predict=cloze_predictions) -> dict:
+    """Top-1 and top-k accuracy (fractions) on the cloze items, overall and per word kind
+    (``by_kind``: function and content words); ``predict`` ranks the candidates (a masked LM's
+    by default, :func:`span_cloze_predictions` for a T5)."""
     items = load_cloze() if items is None else items
-    predictions = cloze_predictions(model, tokenizer, items, k)
-    top1 = sum(p[0] == item["answer"] for p, item in zip(predictions, items))
-    topk = sum(item["answer"] in p for p, item in zip(predictions, items))
-    return {"items": len(items), "top1": top1 / len(items), f"top{k}": topk / len(items), "predictions": predictions}
+    predictions = predict(model, tokenizer, items, k)
+
+    def scores(pairs):
+        pairs = list(pairs)
+        return {"items": len(pairs), "top1": sum(p[0] == item["answer"] for p, item in pairs) / len(pairs),
+                f"top{k}": sum(item["answer"] in p for p, item in pairs) / len(pairs)}
+
+    result = scores(zip(predictions, items))
+    result["by_kind"] = {kind: scores((p, item) for p, item in zip(predictions, items) if word_kind(item) == kind)
+                         for kind in ("function", "content")}
+    result["predictions"] = predictions
+    return result
+
+
+def _cloze_metrics(cloze: dict) -> dict:
+    metrics = {"cloze_items": cloze["items"], "cloze_top1": round(cloze["top1"], 4), "cloze_top5": round(cloze["top5"], 4)}
+    for kind, scores in cloze["by_kind"].items():
+        metrics.update({f"cloze_{kind}_items": scores["items"], f"cloze_{kind}_top1": round(scores["top1"], 4),
+                        f"cloze_{kind}_top5": round(scores["top5"], 4)})
+    return metrics
 
 
 def evaluate_mlm(folder: Path) -> dict:
@@ -59,11 +104,9 @@ def evaluate_mlm(folder: Path) -> dict:
     model = BertForMaskedLM.from_pretrained(folder).eval()
     batches = heldout_batches(tokenizer, "mlm")
     loss = heldout_loss(model, batches, "mlm")
-    cloze = cloze_accuracy(model, tokenizer)
     return {"heldout_rows": sum(len(b[0]) for b in batches), "heldout_mlm_loss": round(loss, 4),
             "heldout_mlm_predicted_tokens": sum(int((b[1] != -100).sum()) for b in batches),
-            "cloze_items": cloze["items"],
-            "cloze_top1": round(cloze["top1"], 4), "cloze_top5": round(cloze["top5"], 4)}
+            **_cloze_metrics(cloze_accuracy(model, tokenizer))}
 
 
 def evaluate_clm(folder: Path) -> dict:
@@ -85,7 +128,8 @@ def evaluate_span(folder: Path) -> dict:
     batches = heldout_batches(tokenizer, "span")
     loss = heldout_loss(model, batches, "span")
     return {"heldout_rows": sum(len(b[0]) for b in batches), "heldout_span_loss": round(loss, 4),
-            "heldout_span_predicted_tokens": sum(int((b[1] != -100).sum()) for b in batches)}
+            "heldout_span_predicted_tokens": sum(int((b[1] != -100).sum()) for b in batches),
+            **_cloze_metrics(cloze_accuracy(model, tokenizer, predict=span_cloze_predictions))}
 
 
 def main(argv=None):
@@ -93,16 +137,17 @@ def main(argv=None):
     parser.add_argument("--mlm", type=Path, default=DEFAULT_OUT["mlm"])
     parser.add_argument("--clm", type=Path, default=DEFAULT_OUT["clm"])
     parser.add_argument("--span", type=Path, default=DEFAULT_OUT["span"])
+    parser.add_argument("--span-tiny", type=Path, default=DEFAULT_OUT["span"].with_name("austen-t5-span-tiny"))
     parser.add_argument("--no-write", action="store_true", help="print the metrics, touch no file")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     results = {}
     for objective, folder, evaluate in [("mlm", args.mlm, evaluate_mlm), ("clm", args.clm, evaluate_clm),
-                                        ("span", args.span, evaluate_span)]:
+                                        ("span", args.span, evaluate_span), ("span", args.span_tiny, evaluate_span)]:
         if not (folder / "config.json").is_file():
             print(f"skipping {folder}: no checkpoint there")
             continue
-        results[objective] = metrics = evaluate(folder)
+        results[folder.name] = metrics = evaluate(folder)
         print(f"{objective} ({folder.name}): {metrics}")
         if not args.no_write:
             # The card and the sums are (re)written together: a card always describes these bytes.
