@@ -11,8 +11,8 @@ exists (``autograder.reference``): the handout build is instructor-side. The
 script takes a few seconds on one CPU core.
 
 The pre-training curves need the training logs of the course's Austen models
-(``train_log.json``, or ``train_log.csv``, in ``data/checkpoints/austen-bert-mlm``,
-``austen-gpt-clm`` and ``austen-t5-span``).
+(``data/checkpoints/austen-bert-mlm/train_log.json`` and
+``data/checkpoints/austen-gpt-clm/train_log.json``, or their ``train_log.csv``).
 Where they are absent that figure is skipped and any earlier copy is left alone;
 the handout build then shows a note instead of the figure.
 
@@ -415,17 +415,15 @@ def _read_log(folder: Path) -> dict | None:
 
 
 def pretraining_curves(checkpoints: Path = CHECKPOINTS):
-    """Training loss of the course's Austen BERT, GPT and T5 per token processed and per token predicted."""
-    logs = {"mlm": _read_log(checkpoints / "austen-bert-mlm"), "clm": _read_log(checkpoints / "austen-gpt-clm"),
-            "span": _read_log(checkpoints / "austen-t5-span")}
+    """Training loss of the course's Austen BERT and GPT per token processed and per token predicted."""
+    logs = {"mlm": _read_log(checkpoints / "austen-bert-mlm"), "clm": _read_log(checkpoints / "austen-gpt-clm")}
     missing = [name for name, log in logs.items() if log is None]
     if missing:
         print(f"  skipped pretraining_curves: no training log for {', '.join(missing)} under {checkpoints}")
         return None
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    labels = {"mlm": ("austen-bert-mlm (masked LM)", BLUE), "clm": ("austen-gpt-clm (causal LM)", RED),
-              "span": ("austen-t5-span (span corruption)", GREEN)}
+    labels = {"mlm": ("austen-bert-mlm (masked LM)", BLUE), "clm": ("austen-gpt-clm (causal LM)", RED)}
     for name, log in logs.items():
         label, color = labels[name]
         records = [r for r in log["records"] if r.get("train_loss") is not None and r.get("tokens_processed", 0) > 0]
@@ -454,10 +452,10 @@ def pretraining_curves(checkpoints: Path = CHECKPOINTS):
         return text
 
     (FIGURES / PRETRAINING_CAPTION).write_text(
-        "Training loss of the course's three Austen models, read from their training logs in "
+        "Training loss of the course's two Austen models, read from their training logs in "
         "`data/checkpoints/`. BERT (masked LM): " + numbers(logs["mlm"]) + ". GPT (causal LM): "
-        + numbers(logs["clm"]) + ". T5 (span corruption): " + numbers(logs["span"]) + ". The three losses "
-        "score different tasks, so compare how fast each curve falls, not which one is lower.\n")
+        + numbers(logs["clm"]) + ". The two losses score different tasks, so compare how fast each "
+        "curve falls, not which one is lower.\n")
     return path
 
 

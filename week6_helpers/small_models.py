@@ -1,18 +1,14 @@
 """Loaders for the course's own toy pre-trained models (trained on Jane Austen).
 
-No checkpoint with a working masked-LM head, and no T5, can be installed offline, so
-the course pre-trains three small models itself and ships them under
+No checkpoint with a working masked-LM head can be installed offline, so the
+course pre-trains two small models itself and ships them under
 ``data/checkpoints/`` (see each folder's README.md for the numbers):
 
 * ``austen-bert-mlm``: a 4-layer ``BertForMaskedLM`` trained to fill in [MASK];
 * ``austen-gpt-clm``:  a 4-layer ``GPT2LMHeadModel`` of the same size, trained
-  to predict the next token, on the same text for the same number of tokens;
-* ``austen-t5-span``:  a ``T5ForConditionalGeneration`` with a 4-layer encoder and
-  a 4-layer decoder of the same size, trained with T5's span corruption on the
-  same rows for the same number of steps.
+  to predict the next token, on the same text for the same number of tokens.
 
-All use the same 8,000-piece WordPiece tokenizer, trained on the same text; the
-T5's copy adds the 100 sentinels ``<extra_id_0>`` ... ``<extra_id_99>`` at its end.
+Both use the same 8,000-piece WordPiece tokenizer, trained on the same text.
 ``name`` loads a hub model instead (for example ``"bert-base-uncased"`` or
 ``"gpt2"`` on a machine that is online, with ``HF_HUB_OFFLINE=0``) or any local
 folder; the return types are the same.
@@ -26,19 +22,13 @@ from .models import _from_pretrained
 
 MLM_CHECKPOINT = "austen-bert-mlm"
 CLM_CHECKPOINT = "austen-gpt-clm"
-T5_CHECKPOINT = "austen-t5-span"
 # What restores a deleted or damaged checkpoint: git, or retraining (on a 2-core CPU
-# about 22 min for BERT and 36 min for GPT; the T5's card gives its time; run in the
-# repository root).
+# about 22 min for BERT and 36 min for GPT; run in the repository root).
 REBUILD = {
     MLM_CHECKPOINT: "git checkout -- data/checkpoints/austen-bert-mlm, or retrain it with "
     "`python -m week6_pretraining.train --objective mlm`",
     CLM_CHECKPOINT: "git checkout -- data/checkpoints/austen-gpt-clm, or retrain it with "
     "`python -m week6_pretraining.train --objective clm`",
-    T5_CHECKPOINT: "git checkout -- data/checkpoints/austen-t5-span, or retrain it with "
-    "`python -m week6_pretraining.train --objective span`",
-    T5_CHECKPOINT + "-tiny": "git checkout -- data/checkpoints/austen-t5-span-tiny, or retrain it with "
-    "`python -m week6_pretraining.train --objective span --size tiny --out data/checkpoints/austen-t5-span-tiny`",
 }
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 
@@ -84,21 +74,4 @@ def load_small_gpt(name: str | None = None):
     model = _from_pretrained(AutoModelForCausalLM, source)
     if tokenizer.pad_token is None:  # hub GPT-2 has none; batching needs one
         tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer, model.eval()
-
-
-def load_small_t5(name: str | None = None):
-    """Return ``(tokenizer, T5ForConditionalGeneration)`` in eval mode on the CPU.
-
-    Without ``name``: the course's Austen T5. Its tokenizer has T5's sentinels, so
-    ``tokenizer("She opened the <extra_id_0> and looked out.")`` marks a dropped span; the
-    model writes ``<extra_id_0>``, the span, then ``<extra_id_1>``. ``tokenizer(text)`` adds
-    ``[CLS]`` and ``[SEP]``, which the T5 never read in training: encode with
-    ``add_special_tokens=False``.
-    """
-    from transformers import AutoTokenizer, T5ForConditionalGeneration
-
-    source = name or checkpoint_dir(T5_CHECKPOINT)
-    tokenizer = _from_pretrained(AutoTokenizer, source)
-    model = _from_pretrained(T5ForConditionalGeneration, source)
     return tokenizer, model.eval()

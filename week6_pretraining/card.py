@@ -118,8 +118,7 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
             "each sentinel followed by its span, then a final sentinel (`span_corrupt`). The loss is the mean "
             "cross-entropy over those target tokens, the decoder reading the targets shifted right (teacher "
             "forcing). The tokenizer is the course's WordPiece with T5's 100 sentinels `<extra_id_0>` ... "
-            "`<extra_id_99>` added at the end of the vocabulary. The course ships the T5 in two sizes, "
-            "`austen-t5-span` and `austen-t5-span-tiny`, trained on the same rows for the same number of steps.")
+            "`<extra_id_99>` added at the end of the vocabulary.")
     else:
         results = (
             f"| held-out causal-LM loss (all {metrics['heldout_rows']} held-out rows) | "

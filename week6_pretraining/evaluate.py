@@ -137,13 +137,12 @@ def main(argv=None):
     parser.add_argument("--mlm", type=Path, default=DEFAULT_OUT["mlm"])
     parser.add_argument("--clm", type=Path, default=DEFAULT_OUT["clm"])
     parser.add_argument("--span", type=Path, default=DEFAULT_OUT["span"])
-    parser.add_argument("--span-tiny", type=Path, default=DEFAULT_OUT["span"].with_name("austen-t5-span-tiny"))
     parser.add_argument("--no-write", action="store_true", help="print the metrics, touch no file")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     results = {}
     for objective, folder, evaluate in [("mlm", args.mlm, evaluate_mlm), ("clm", args.clm, evaluate_clm),
-                                        ("span", args.span, evaluate_span), ("span", args.span_tiny, evaluate_span)]:
+                                        ("span", args.span, evaluate_span)]:
         if not (folder / "config.json").is_file():
             print(f"skipping {folder}: no checkpoint there")
             continue
