@@ -33,13 +33,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from autograder.course import NOTEBOOK_ORDER  # noqa: E402
+from autograder.course import load_course  # noqa: E402
 from week6_helpers.check import report, run_notebook  # noqa: E402
 from week6_helpers.reference import RECORD_VARIABLE, SEED_VARIABLE  # noqa: E402
 
 SOURCE = REPO / "solutions" / "week6"
 RESULTS = REPO / "benchmarks" / "results" / "reference_values.json"
 SEEDS = (0, 1, 2)
+STEMS = list(load_course().stems)  # the course's notebooks, in its order
 
 
 def code_hash(path: Path) -> str:
@@ -63,7 +64,7 @@ def load(path: Path = RESULTS) -> dict:
 
 
 def save(results: dict, path: Path = RESULTS) -> None:
-    results["runs"].sort(key=lambda run: (NOTEBOOK_ORDER.index(run["notebook"]), run["mode"], run["seed"]))
+    results["runs"].sort(key=lambda run: (STEMS.index(run["notebook"]), run["mode"], run["seed"]))
     temporary = path.with_suffix(".json.part")
     temporary.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     temporary.replace(path)  # atomic: a crash leaves the previous file whole
@@ -95,7 +96,7 @@ def execute(stem: str, mode: str, seed: int) -> dict | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--notebooks", nargs="+", choices=NOTEBOOK_ORDER, default=list(NOTEBOOK_ORDER))
+    parser.add_argument("--notebooks", nargs="+", choices=STEMS, default=STEMS)
     parser.add_argument("--mode", choices=("full", "fast", "both"), default="both")
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS),
                         help="full-mode seeds (fast mode always runs seed 0)")

@@ -12,7 +12,7 @@ import math
 import pytest
 
 from autograder import reference_tables
-from autograder.course import NOTEBOOK_ORDER
+from autograder.course import load_course
 from week6_helpers.reference import RECORD_VARIABLE, SEED_VARIABLE, experiment_seed, record
 
 
@@ -129,7 +129,7 @@ def test_the_readme_times_are_the_fast_run_and_the_median_full_run():
 def test_every_experiment_of_the_notebooks_is_measured_under_three_seeds_and_in_fast_mode():
     runs = reference_tables.load_runs()
     problems = []
-    for stem in NOTEBOOK_ORDER:
+    for stem in load_course().stems:
         notebook = json.loads((reference_tables.SOURCE / f"{stem}.ipynb").read_text(encoding="utf-8"))
         names = reference_tables.recorded_names(notebook)
         full = [run for run in runs if run["notebook"] == stem and run["mode"] == "full"]
@@ -145,6 +145,6 @@ def test_every_experiment_of_the_notebooks_is_measured_under_three_seeds_and_in_
 
 
 def test_every_notebook_has_at_least_one_reference_table():
-    for stem in NOTEBOOK_ORDER:
+    for stem in load_course().stems:
         notebook = json.loads((reference_tables.SOURCE / f"{stem}.ipynb").read_text(encoding="utf-8"))
         assert reference_tables.table_cells(notebook), f"{stem} states no reference values"
