@@ -87,8 +87,6 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
     one (default: all of them); ``name``: the folder, when not the objective's default."""
     default_name, title = TITLES[objective]
     name = name or default_name
-    if name != default_name:
-        title += ", in a smaller size"
     s = log["size"]
     is_mlm = objective == "mlm"
     siblings = [o for o in TITLES if o != objective] if siblings is None else siblings

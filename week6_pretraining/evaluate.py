@@ -97,36 +97,31 @@ def _cloze_metrics(cloze: dict) -> dict:
     return metrics
 
 
-def evaluate_mlm(folder: Path) -> dict:
-    from transformers import AutoTokenizer, BertForMaskedLM
+def _load_and_score(folder: Path, model_class: str, objective: str):
+    """(tokenizer, model, held-out batches, held-out loss) of the checkpoint in ``folder``."""
+    import transformers
 
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = BertForMaskedLM.from_pretrained(folder).eval()
-    batches = heldout_batches(tokenizer, "mlm")
-    loss = heldout_loss(model, batches, "mlm")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    model = getattr(transformers, model_class).from_pretrained(folder).eval()
+    batches = heldout_batches(tokenizer, objective)
+    return tokenizer, model, batches, heldout_loss(model, batches, objective)
+
+
+def evaluate_mlm(folder: Path) -> dict:
+    tokenizer, model, batches, loss = _load_and_score(folder, "BertForMaskedLM", "mlm")
     return {"heldout_rows": sum(len(b[0]) for b in batches), "heldout_mlm_loss": round(loss, 4),
             "heldout_mlm_predicted_tokens": sum(int((b[1] != -100).sum()) for b in batches),
             **_cloze_metrics(cloze_accuracy(model, tokenizer))}
 
 
 def evaluate_clm(folder: Path) -> dict:
-    from transformers import AutoTokenizer, GPT2LMHeadModel
-
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = GPT2LMHeadModel.from_pretrained(folder).eval()
-    batches = heldout_batches(tokenizer, "clm")
-    loss = heldout_loss(model, batches, "clm")
+    _, _, batches, loss = _load_and_score(folder, "GPT2LMHeadModel", "clm")
     return {"heldout_rows": sum(len(b[0]) for b in batches), "heldout_clm_loss": round(loss, 4),
             "heldout_perplexity": round(math.exp(loss), 2)}
 
 
 def evaluate_span(folder: Path) -> dict:
-    from transformers import AutoTokenizer, T5ForConditionalGeneration
-
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = T5ForConditionalGeneration.from_pretrained(folder).eval()
-    batches = heldout_batches(tokenizer, "span")
-    loss = heldout_loss(model, batches, "span")
+    tokenizer, model, batches, loss = _load_and_score(folder, "T5ForConditionalGeneration", "span")
     return {"heldout_rows": sum(len(b[0]) for b in batches), "heldout_span_loss": round(loss, 4),
             "heldout_span_predicted_tokens": sum(int((b[1] != -100).sum()) for b in batches),
             **_cloze_metrics(cloze_accuracy(model, tokenizer, predict=span_cloze_predictions))}

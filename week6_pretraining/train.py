@@ -134,12 +134,15 @@ def span_logits(model, inputs, labels):
                  decoder_input_ids=shift_right(labels, config.decoder_start_token_id, config.pad_token_id)).logits
 
 
+def span_loss(logits, labels):
+    """Mean cross-entropy over the target tokens (labels -100 are padding)."""
+    return torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+
+
 def span_step_loss(model, rows, tokenizer, generator, noise_fn, corrupt_fn):
     """Span-corrupt ``rows`` T5-style and return (loss, number of predicted tokens)."""
     inputs, labels = span_batch(rows, tokenizer, generator, noise_fn, corrupt_fn)
-    logits = span_logits(model, inputs, labels)
-    loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
-    return loss, int((labels != -100).sum())
+    return span_loss(span_logits(model, inputs, labels), labels), int((labels != -100).sum())
 
 
 def clm_step_loss(model, rows, clm_loss_fn):
@@ -181,36 +184,22 @@ def heldout_loss(model, batches, objective, autocast=nullcontext, mlm_loss_fn=No
     """Mean cross-entropy per predicted token over ``batches`` (reference losses unless given)."""
     if (objective == "mlm" and mlm_loss_fn is None) or (objective == "clm" and clm_loss_fn is None):
         _, mlm_loss_fn, clm_loss_fn = reference_functions()
-    if objective == "span":
-        return _heldout_span_loss(model, batches, autocast)
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
     for inputs, targets in batches:
         with autocast():
-            logits = model(input_ids=inputs).logits
-        if objective == "mlm":
+            logits = span_logits(model, inputs, targets) if objective == "span" else model(input_ids=inputs).logits
+        if objective == "span":
+            n = int((targets != -100).sum())
+            total += float(span_loss(logits, targets)) * n
+        elif objective == "mlm":
             n = int((targets != -100).sum())
             total += float(mlm_loss_fn(logits, targets)) * n
         else:
             n = targets.numel() - targets.size(0)
             total += float(clm_loss_fn(logits, targets)) * n
         count += n
-    model.train(was_training)
-    return total / max(count, 1)
-
-
-@torch.no_grad()
-def _heldout_span_loss(model, batches, autocast) -> float:
-    was_training = model.training
-    model.eval()
-    total, count = 0.0, 0
-    for inputs, labels in batches:
-        with autocast():
-            logits = span_logits(model, inputs, labels)
-        total += float(torch.nn.functional.cross_entropy(
-            logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100, reduction="sum"))
-        count += int((labels != -100).sum())
     model.train(was_training)
     return total / max(count, 1)
 
