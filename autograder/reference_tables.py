@@ -19,9 +19,9 @@ import re
 import statistics
 from pathlib import Path
 
-from .notebook import REPO
+from .notebook import ASSIGNMENT, REPO, SOURCE_DIR
 
-SOURCE = REPO / "solutions" / "week6"
+SOURCE = SOURCE_DIR / ASSIGNMENT
 RESULTS = REPO / "benchmarks" / "results" / "reference_values.json"
 README = REPO / "README.md"
 METADATA_KEY = "reference_values"

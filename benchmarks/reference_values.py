@@ -34,11 +34,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from autograder.course import load_course  # noqa: E402
+from autograder.reference_tables import RESULTS, SOURCE  # noqa: E402
 from week6_helpers.check import report, run_notebook  # noqa: E402
 from week6_helpers.reference import RECORD_VARIABLE, SEED_VARIABLE  # noqa: E402
 
-SOURCE = REPO / "solutions" / "week6"
-RESULTS = REPO / "benchmarks" / "results" / "reference_values.json"
 SEEDS = (0, 1, 2)
 STEMS = list(load_course().stems)  # the course's notebooks, in its order
 
