@@ -58,3 +58,10 @@ def test_no_sentence_is_in_the_corpus(items, corpus_text):
     for item in items:
         sentence = " ".join(words(item["text"].replace("[MASK]", item["answer"])))
         assert f" {sentence} " not in haystack, item
+
+
+def test_everyday_content_word_part(items):
+    """The second part (cloze-126 on): at least 100 everyday content-word items."""
+    second = [item for item in items if int(item["id"].removeprefix("cloze-")) >= 126]
+    content = [item for item in second if item["kind"] in {"noun", "verb", "adjective"}]
+    assert len(content) >= 100, len(content)
