@@ -11,8 +11,7 @@ exists (``autograder.reference``): the handout build is instructor-side. The
 script takes a few seconds on one CPU core.
 
 The pre-training curves need the training logs of the course's Austen models
-(``data/checkpoints/austen-bert-mlm/train_log.json`` and
-``data/checkpoints/austen-gpt-clm/train_log.json``, or their ``train_log.csv``).
+(``data/checkpoints/austen-{bert-mlm,gpt-clm,t5-span}/train_log.json``, or their ``train_log.csv``).
 Where they are absent that figure is skipped and any earlier copy is left alone;
 the handout build then shows a note instead of the figure.
 
@@ -414,28 +413,35 @@ def _read_log(folder: Path) -> dict | None:
     return None
 
 
+# The course's three pre-trained models: checkpoint folder, legend label, colour.
+PRETRAINED = {
+    "mlm": ("austen-bert-mlm", "BERT (masked LM)", BLUE),
+    "clm": ("austen-gpt-clm", "GPT (causal LM)", RED),
+    "span": ("austen-t5-span", "T5 (span corruption)", GREEN),
+}
+
+
 def pretraining_curves(checkpoints: Path = CHECKPOINTS):
-    """Training loss of the course's Austen BERT and GPT per token processed and per token predicted."""
-    logs = {"mlm": _read_log(checkpoints / "austen-bert-mlm"), "clm": _read_log(checkpoints / "austen-gpt-clm")}
-    missing = [name for name, log in logs.items() if log is None]
+    """Training loss of the course's Austen BERT, GPT and T5 per token processed and per token predicted."""
+    logs = {objective: _read_log(checkpoints / folder) for objective, (folder, _, _) in PRETRAINED.items()}
+    missing = [PRETRAINED[objective][0] for objective, log in logs.items() if log is None]
     if missing:
         print(f"  skipped pretraining_curves: no training log for {', '.join(missing)} under {checkpoints}")
         return None
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    labels = {"mlm": ("austen-bert-mlm (masked LM)", BLUE), "clm": ("austen-gpt-clm (causal LM)", RED)}
-    for name, log in logs.items():
-        label, color = labels[name]
+    for objective, log in logs.items():
+        folder, label, color = PRETRAINED[objective]
         records = [r for r in log["records"] if r.get("train_loss") is not None and r.get("tokens_processed", 0) > 0]
         loss = [r["train_loss"] for r in records]
-        axes[0].plot([r["tokens_processed"] for r in records], loss, color=color, label=label, lw=1.2)
-        axes[1].plot([r["tokens_predicted"] for r in records], loss, color=color, label=label, lw=1.2)
+        axes[0].plot([r["tokens_processed"] for r in records], loss, color=color, label=f"{folder}: {label}", lw=1.2)
+        axes[1].plot([r["tokens_predicted"] for r in records], loss, color=color, label=f"{folder}: {label}", lw=1.2)
     axes[0].set(xscale="log", xlabel="tokens processed (read by the model)",
                 ylabel="training loss (nats per predicted token)", title="Per token processed (compute)")
     axes[1].set(xscale="log", xlabel="tokens predicted (entering the loss)", title="Per token predicted (signal)")
     for ax in axes:
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=9)
+    axes[0].legend(fontsize=8.5)
     fig.tight_layout()
     path = _save(fig, "pretraining_curves")
 
@@ -451,11 +457,11 @@ def pretraining_curves(checkpoints: Path = CHECKPOINTS):
             text += f", held-out loss {heldout:.2f} nats on the first 64 held-out rows"
         return text
 
+    described = ". ".join(f"{label}: {numbers(logs[objective])}" for objective, (_, label, _) in PRETRAINED.items())
     (FIGURES / PRETRAINING_CAPTION).write_text(
-        "Training loss of the course's two Austen models, read from their training logs in "
-        "`data/checkpoints/`. BERT (masked LM): " + numbers(logs["mlm"]) + ". GPT (causal LM): "
-        + numbers(logs["clm"]) + ". The two losses score different tasks, so compare how fast each "
-        "curve falls, not which one is lower.\n")
+        "Training loss of the course's three Austen models, read from their training logs in "
+        f"`data/checkpoints/`. {described}. The three losses score different tasks, so compare how fast "
+        "each curve falls, not which one is lower.\n")
     return path
 
 
@@ -479,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", choices=sorted(FIGURES_TO_DRAW),
                         help="draw only this figure (repeatable)")
     parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS,
-                        help="folder with austen-bert-mlm/ and austen-gpt-clm/ (default: data/checkpoints)")
+                        help="folder with austen-bert-mlm/, austen-gpt-clm/ and austen-t5-span/ (default: data/checkpoints)")
     parser.add_argument("--out", type=Path, default=FIGURES, help="output folder (default: handouts/figures)")
     args = parser.parse_args(argv)
     FIGURES = args.out.resolve()

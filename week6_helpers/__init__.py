@@ -21,7 +21,7 @@ from .models import (  # noqa: E402
     load_encoder_classifier,
 )
 from .runtime import fast_mode, pick_device  # noqa: E402
-from .small_models import load_mlm, load_small_gpt  # noqa: E402
+from .small_models import load_mlm, load_small_gpt, load_small_t5  # noqa: E402
 
 __all__ = [
     "MissingAssetError",
@@ -37,6 +37,7 @@ __all__ = [
     "load_sentiment",
     "load_sentiment_ood",
     "load_small_gpt",
+    "load_small_t5",
     "metric_path",
     "pick_device",
 ]

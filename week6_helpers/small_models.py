@@ -1,14 +1,19 @@
 """Loaders for the course's own toy pre-trained models (trained on Jane Austen).
 
-No checkpoint with a working masked-LM head can be installed offline, so the
-course pre-trains two small models itself and ships them under
+No checkpoint with a working masked-LM head, and no T5, can be installed offline, so
+the course pre-trains three small models itself and ships them under
 ``data/checkpoints/`` (see each folder's README.md for the numbers):
 
 * ``austen-bert-mlm``: a 4-layer ``BertForMaskedLM`` trained to fill in [MASK];
 * ``austen-gpt-clm``:  a 4-layer ``GPT2LMHeadModel`` of the same size, trained
-  to predict the next token, on the same text for the same number of tokens.
+  to predict the next token, on the same text for the same number of tokens;
+* ``austen-t5-span``:  a ``T5ForConditionalGeneration`` with a 4-layer encoder and a
+  4-layer decoder of that width, trained with span corruption on the same rows;
+* ``austen-t5-span-tiny``: the same T5 recipe with 2 + 2 layers of half the width,
+  the course's counterpart of comparing T5-small with T5-base.
 
-Both use the same 8,000-piece WordPiece tokenizer, trained on the same text.
+All use the same 8,000-piece WordPiece tokenizer, trained on the same text (the T5's
+copy adds the 100 sentinels ``<extra_id_0>`` ... ``<extra_id_99>`` at its end).
 ``name`` loads a hub model instead (for example ``"bert-base-uncased"`` or
 ``"gpt2"`` on a machine that is online, with ``HF_HUB_OFFLINE=0``) or any local
 folder; the return types are the same.
@@ -22,13 +27,20 @@ from .models import _from_pretrained
 
 MLM_CHECKPOINT = "austen-bert-mlm"
 CLM_CHECKPOINT = "austen-gpt-clm"
+SPAN_CHECKPOINT = "austen-t5-span"
+SPAN_TINY_CHECKPOINT = "austen-t5-span-tiny"  # the same recipe at half the width and depth
 # What restores a deleted or damaged checkpoint: git, or retraining (on a 2-core CPU
-# about 22 min for BERT and 36 min for GPT; run in the repository root).
+# about 22 min for BERT and 36 min for GPT; the T5's time is in its card; run in the
+# repository root).
 REBUILD = {
     MLM_CHECKPOINT: "git checkout -- data/checkpoints/austen-bert-mlm, or retrain it with "
     "`python -m week6_pretraining.train --objective mlm`",
     CLM_CHECKPOINT: "git checkout -- data/checkpoints/austen-gpt-clm, or retrain it with "
     "`python -m week6_pretraining.train --objective clm`",
+    SPAN_CHECKPOINT: "git checkout -- data/checkpoints/austen-t5-span, or retrain it with "
+    "`python -m week6_pretraining.train --objective span`",
+    SPAN_TINY_CHECKPOINT: "git checkout -- data/checkpoints/austen-t5-span-tiny, or retrain it with "
+    "`python -m week6_pretraining.train --objective span --size tiny --out data/checkpoints/austen-t5-span-tiny`",
 }
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 
@@ -74,4 +86,21 @@ def load_small_gpt(name: str | None = None):
     model = _from_pretrained(AutoModelForCausalLM, source)
     if tokenizer.pad_token is None:  # hub GPT-2 has none; batching needs one
         tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer, model.eval()
+
+
+def load_small_t5(name: str | None = None, *, tiny: bool = False):
+    """Return ``(tokenizer, T5ForConditionalGeneration)`` in eval mode on the CPU.
+
+    Without ``name``: the course's Austen T5 (``tiny=True``: its smaller sibling). Its
+    tokenizer knows T5's sentinels ``<extra_id_0>`` ... ``<extra_id_99>``; the model reads
+    a text with spans replaced by sentinels (no [CLS] or [SEP]: encode with ``add_special_tokens=False``) and
+    writes each dropped span after its sentinel. The decoder starts from the padding
+    id (``model.config.decoder_start_token_id``), as in T5.
+    """
+    from transformers import AutoTokenizer, T5ForConditionalGeneration
+
+    source = name or checkpoint_dir(SPAN_TINY_CHECKPOINT if tiny else SPAN_CHECKPOINT)
+    tokenizer = _from_pretrained(AutoTokenizer, source)
+    model = _from_pretrained(T5ForConditionalGeneration, source)
     return tokenizer, model.eval()

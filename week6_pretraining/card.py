@@ -14,7 +14,14 @@ TITLES = {
     "clm": ("austen-gpt-clm", "a toy GPT-2 (causal LM) pre-trained on Jane Austen"),
     "span": ("austen-t5-span", "a toy T5 (span corruption) pre-trained on Jane Austen"),
 }
-LOADERS = {"mlm": "load_mlm", "clm": "load_small_gpt"}  # week6_helpers.small_models
+# How week6_helpers.small_models loads each shipped folder.
+LOADERS = {"austen-bert-mlm": "load_mlm()", "austen-gpt-clm": "load_small_gpt()", "austen-t5-span": "load_small_t5()",
+           "austen-t5-span-tiny": "load_small_t5(tiny=True)"}
+OPTIMISERS = {
+    "AdamW": "AdamW (beta 0.9/0.98, weight decay 0.01 except biases and LayerNorm), gradient clipping at 1.0",
+    "Adafactor": ("Adafactor, T5's optimiser (each step scaled by the weight's root mean square, no momentum, "
+                  "no weight decay), gradient clipping at 1.0; see `make_optimizer` in `week6_pretraining/train.py`"),
+}
 
 
 def write_sha256sums(folder: Path) -> None:
@@ -48,8 +55,13 @@ def _warmup_text(log: dict) -> str:
         parts.append(f"{context} for steps {start:.1%}-{end:.1%}")
         start = end
     parts.append(f"{log['context']} for the remaining {1 - start:.0%}")
-    return ("context warm-up, always " + f"{log['tokens_per_step']:,} tokens per step: " + ", ".join(parts)
+    text = ("context warm-up, always " + f"{log['tokens_per_step']:,} tokens per step: " + ", ".join(parts)
             + " (without it the BERT never left the word-frequency plateau; see `week6_pretraining/train.py`)")
+    if log["objective"] == "span":
+        text += (". While the rows are short, the held-out loss on 128-token rows rises: a short row "
+                 "holds 1 to 3 dropped spans, so the decoder has not yet written targets as long as a "
+                 "full row's (6 spans) nor met the later sentinels")
+    return text
 
 
 def reproduce_command(objective: str, log: dict, name: str | None = None) -> str:
@@ -93,6 +105,13 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
     others = " and ".join(f"`{TITLES[o][0]}`" for o in siblings)
     plural = len(siblings) > 1
     objectives = " vs ".join(o.upper() for o in TITLES if o == objective or o in siblings)
+    from .train import SIZES
+
+    small = vars(SIZES["small"])
+    is_default_size = log["size"] == small
+    default_size = f"{small['layers']} layers of width {small['hidden']}"
+    larger = ("" if is_default_size or name == default_name else
+              f" `{default_name}` is this recipe at that size: compare the two for what size buys.")
     if is_mlm:
         results = (
             f"| held-out masked-LM loss (all {metrics['heldout_rows']} held-out rows, one fixed seeded masking) | "
@@ -113,9 +132,9 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
             "Span corruption, T5's recipe: in every row (its `[CLS]` left out) 15 % of the tokens are "
             "dropped in spans of mean length 3 (`autograder.reference.span_corruption.random_spans_noise_mask`); "
             "the encoder reads the row with each dropped span replaced by one sentinel, and the decoder writes "
-            "each sentinel followed by its span, then a final sentinel (`span_corrupt`). The loss is the mean "
-            "cross-entropy over those target tokens, the decoder reading the targets shifted right (teacher "
-            "forcing). The tokenizer is the course's WordPiece with T5's 100 sentinels `<extra_id_0>` ... "
+            "each sentinel followed by its span, then a final sentinel (`span_corrupt`). The loss is the "
+            "chapter's span-corruption loss (`span_corruption_loss`, a sum per row) divided by the number of "
+            "target tokens, the decoder reading the targets shifted right (teacher forcing). The tokenizer is the course's WordPiece with T5's 100 sentinels `<extra_id_0>` ... "
             "`<extra_id_99>` added at the end of the vocabulary.")
     else:
         results = (
@@ -136,10 +155,10 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
 A teaching model for Week 6 of the course. It exists because no checkpoint with a
 {"T5 encoder-decoder" if objective == "span" else "masked-LM head"} can be installed offline; it is meant for the notebooks' demos (fill-in-the-blank,
 next-token prediction, {objectives} training curves), not for any real task. {"Its siblings" if plural else "Its twin"},
-{others}, {"have" if plural else "has"} the same layer sizes and {"were" if plural else "was"} trained on the same text for the same number of tokens
-with the other objective{"s" if plural else ""}.
+{others}, {"have" if plural else "has"} {"the same layer sizes" if is_default_size else "the default size (" + default_size + ")"} and {"were" if plural else "was"} trained on the same text for the same number of tokens
+with the other objective{"s" if plural else ""}.{larger}
 
-Load it offline with {f"`week6_helpers.small_models.{LOADERS[objective]}()`, or" if objective in LOADERS else "transformers:"}
+Load it offline with {f"`week6_helpers.small_models.{LOADERS[name]}`, or" if name in LOADERS else "transformers:"}
 `{log['model']}.from_pretrained("data/checkpoints/{name}")`.
 
 ## Model
@@ -174,7 +193,7 @@ uses `austen_heldout.txt` (the last 5 % of each novel, never trained on), in row
 | tokens processed | {log['tokens_processed']:,} ({log['epochs']:.2f} passes over the training text) |
 | tokens predicted (in the loss) | {log['tokens_predicted']:,} ({log['tokens_predicted'] / log['tokens_processed']:.1%} of those processed) |
 | row length | {_warmup_text(log)} |
-| optimiser | AdamW (beta 0.9/0.98, weight decay 0.01 except biases and LayerNorm), gradient clipping at 1.0 |
+| optimiser | {OPTIMISERS[log.get('optimizer', 'AdamW')]} |
 | learning rate | peak {log['peak_lr']:g}, linear warm-up over 5 % of the steps, cosine decay to 10 % |
 | hardware | {log['device']} ({log['hardware']}), {log['torch_threads']} thread{'s' if log['torch_threads'] > 1 else ''}, bf16 autocast: {log['bf16_autocast']} |
 | wall time | {_minutes(log['seconds'])}, CPU time {_minutes(log['cpu_seconds'])} (on a 2-core machine that also ran other work, so CPU time is the better measure of the cost) |
@@ -199,7 +218,7 @@ From the repository root, with the pinned environment (`make setup`):
 ```sh
 python -m week6_pretraining.tokenizer      # data/tokenizer/austen-wordpiece (deterministic)
 {reproduce_command(objective, log, name)}
-python -m week6_pretraining.evaluate       # metrics into both cards, SHA256SUMS
+python -m week6_pretraining.evaluate       # metrics into every card, SHA256SUMS
 ```
 
 On the same hardware and thread count the run is deterministic for a given seed; other

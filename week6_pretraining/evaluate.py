@@ -1,6 +1,7 @@
 """Evaluate the shipped checkpoints and write the numbers into their model cards.
 
     python -m week6_pretraining.evaluate                 # every checkpoint there is, cards + SHA256SUMS
+    python -m week6_pretraining.evaluate DIR [DIR ...]   # these checkpoint folders only
     python -m week6_pretraining.evaluate --no-write      # print only
 
 Measured here, on the full held-out part of the corpus (austen_heldout.txt):
@@ -24,7 +25,7 @@ import torch
 
 from .card import write_card, write_sha256sums
 from .data import DATA
-from .train import DEFAULT_OUT, heldout_batches, heldout_loss
+from .train import CHECKPOINTS, heldout_batches, heldout_loss
 
 CLOZE = DATA / "cloze" / "cloze.jsonl"
 
@@ -127,26 +128,29 @@ def evaluate_span(folder: Path) -> dict:
             **_cloze_metrics(cloze_accuracy(model, tokenizer, predict=span_cloze_predictions))}
 
 
+EVALUATIONS = {"mlm": evaluate_mlm, "clm": evaluate_clm, "span": evaluate_span}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mlm", type=Path, default=DEFAULT_OUT["mlm"])
-    parser.add_argument("--clm", type=Path, default=DEFAULT_OUT["clm"])
-    parser.add_argument("--span", type=Path, default=DEFAULT_OUT["span"])
+    parser.add_argument("folders", type=Path, nargs="*",
+                        help="checkpoint folders (default: every folder of data/checkpoints with a training log)")
     parser.add_argument("--no-write", action="store_true", help="print the metrics, touch no file")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    folders = args.folders or sorted(p.parent for p in CHECKPOINTS.glob("*/train_log.json"))
     results = {}
-    for objective, folder, evaluate in [("mlm", args.mlm, evaluate_mlm), ("clm", args.clm, evaluate_clm),
-                                        ("span", args.span, evaluate_span)]:
-        if not (folder / "config.json").is_file():
-            print(f"skipping {folder}: no checkpoint there")
+    for folder in folders:
+        if not (folder / "config.json").is_file() or not (folder / "train_log.json").is_file():
+            print(f"skipping {folder}: no checkpoint with a training log there")
             continue
-        results[folder.name] = metrics = evaluate(folder)
+        log = json.loads((folder / "train_log.json").read_text())
+        objective = log["objective"]
+        results[folder.name] = metrics = EVALUATIONS[objective](folder)
         print(f"{objective} ({folder.name}): {metrics}")
         if not args.no_write:
             # The card and the sums are (re)written together: a card always describes these bytes.
             (folder / "eval_results.json").write_text(json.dumps(metrics, indent=1) + "\n")
-            log = json.loads((folder / "train_log.json").read_text())
             write_card(folder, objective, log, metrics)
             write_sha256sums(folder)
     return results

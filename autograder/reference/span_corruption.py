@@ -154,3 +154,43 @@ def span_corrupt(
         eos = token_ids.new_full((1,), eos_id)
         inputs, targets = torch.cat([inputs, eos]), torch.cat([targets, eos])
     return inputs, targets
+
+
+IGNORE_INDEX = -100  # target value of padding: not scored
+
+
+def span_corruption_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The span-corruption loss of each sequence of a batch (T5's pre-training objective):
+    L_span = -sum_{t=1}^{|y|} log P(y_t | y_<t, x_corrupt).
+
+    Args:
+        logits: [B, L, V] decoder scores under teacher forcing, any floating dtype.
+            ``logits[b, t]`` is the decoder's prediction *of* ``targets[b, t]``: the
+            decoder read the corrupted input through cross-attention and, on its own
+            side, the start token followed by ``targets[b, :t]``. The shift is already
+            done: score ``logits[b, t]`` against ``targets[b, t]`` (unlike ``clm_loss``,
+            where ``logits[:, t]`` predicts the token at t + 1).
+        targets: LongTensor [B, L], ``span_corrupt``'s targets, right-padded with -100;
+            a -100 is not scored.
+
+    Returns:
+        FloatTensor [B], one value per row, float32 whatever the logits' dtype, on the
+        device of ``logits``: for each row b, the sum over its scored positions t of
+        -log softmax(logits[b, t]) evaluated at targets[b, t]; 0.0 (not NaN) for a row
+        with nothing scored. A sum, not a mean: a row with more targets weighs more.
+        Divide the batch's total by the number of scored targets for the mean per
+        target token that training minimises. Computed in float32 with a log-softmax
+        that stays finite for large logits.
+
+    torch.log_softmax, torch.nn.functional.cross_entropy and torch.nn.functional.nll_loss
+    may be used.
+
+    Not graded: gradients.
+    """
+    # float32 before the softmax: in float16 or bfloat16 most of a rare token's
+    # probability is lost to rounding.
+    log_probs = torch.log_softmax(logits.float(), dim=-1)
+    targets = targets.to(logits.device)
+    scored = targets != IGNORE_INDEX
+    picked = log_probs.gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)  # [B, L]
+    return -picked.masked_fill(~scored, 0.0).sum(dim=1)

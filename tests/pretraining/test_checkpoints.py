@@ -9,10 +9,13 @@ import torch
 from autograder.notebook import REPO
 
 CHECKPOINTS = REPO / "data" / "checkpoints"
-FOLDERS = ["austen-bert-mlm", "austen-gpt-clm"]
+FOLDERS = ["austen-bert-mlm", "austen-gpt-clm", "austen-t5-span", "austen-t5-span-tiny"]
 # As in the model cards: 4 layers, hidden 128, 4 heads, feed-forward 512, context 128,
-# 8,000-piece vocabulary, output layer tied to the input embeddings.
-PARAMETERS = {"austen-bert-mlm": 1_858_752, "austen-gpt-clm": 1_833_728}
+# 8,000-piece vocabulary, output layer tied to the input embeddings. The T5s have an encoder
+# and a decoder of that many layers and 100 sentinels more in the vocabulary; the tiny one
+# has 2 + 2 layers of width 64 (2 heads, feed-forward 256).
+PARAMETERS = {"austen-bert-mlm": 1_858_752, "austen-gpt-clm": 1_833_728,
+              "austen-t5-span": 2_874_880, "austen-t5-span-tiny": 748_672}
 MAX_BYTES = 15_000_000
 
 
@@ -21,6 +24,13 @@ def mlm():
     from week6_helpers.small_models import load_mlm
 
     return load_mlm()
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["t5", "t5-tiny"])
+def t5(request):
+    from week6_helpers.small_models import load_small_t5
+
+    return load_small_t5(tiny=request.param)
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +63,11 @@ def test_folder_contents_and_size(folder):
     # The card quotes the measured numbers.
     card = (path / "README.md").read_text()
     results = json.loads((path / "eval_results.json").read_text())
-    key = "cloze_top5" if "bert" in folder else "heldout_perplexity"
+    key = "heldout_perplexity" if "gpt" in folder else "cloze_top5"
     shown = f"{results[key]:.1%}" if key == "cloze_top5" else f"{results[key]:.1f}"
     assert shown in card
+    if "t5" in folder:
+        assert f"{results['heldout_span_loss']:.3f}" in card
 
 
 def test_mlm_architecture(mlm):
@@ -124,3 +136,43 @@ def test_gpt_predicts_austen(gpt):
     with torch.no_grad():
         logits = model(input_ids=ids).logits[0, -1]
     assert tokenizer.convert_ids_to_tokens(int(logits.argmax())) == "."
+
+
+def test_t5_architecture(t5):
+    from week6_helpers import count_parameters
+
+    tokenizer, model = t5
+    config = model.config
+    tiny = config.d_model == 64
+    name = "austen-t5-span-tiny" if tiny else "austen-t5-span"
+    assert type(model).__name__ == "T5ForConditionalGeneration" and not model.training
+    assert (config.num_layers, config.num_decoder_layers, config.d_model, config.num_heads, config.d_ff) == (
+        (2, 2, 64, 2, 256) if tiny else (4, 4, 128, 4, 512))
+    assert config.vocab_size == len(tokenizer) == 8100
+    assert tokenizer.convert_tokens_to_ids(["<extra_id_0>", "<extra_id_99>"]) == [8000, 8099]
+    assert count_parameters(model) == PARAMETERS[name]
+    assert model.lm_head.weight is model.shared.weight
+    assert config.decoder_start_token_id == tokenizer.pad_token_id
+
+
+def t5_top5(t5, sentence: str) -> list[str]:
+    """The five first tokens the T5 ranks highest for the span dropped at [MASK]."""
+    from week6_pretraining.evaluate import span_cloze_predictions
+
+    tokenizer, model = t5
+    return span_cloze_predictions(model, tokenizer, [{"text": sentence}])[0]
+
+
+# Written for these tests, as EXPECTED; checked against the shipped small T5 with a clear
+# margin to its 6th entry.
+T5_EXPECTED = [
+    ("I am very much obliged [MASK] you for your kindness.", "to"),  # log-prob -0.27; 6th entry -4.88
+    ("She had a great [MASK] of respect for him.", "deal"),  # -1.55; 6th entry -4.75
+]
+
+
+@pytest.mark.parametrize("sentence, answer", T5_EXPECTED)
+def test_t5_fills_dropped_spans(sentence, answer):
+    from week6_helpers.small_models import load_small_t5
+
+    assert answer in t5_top5(load_small_t5(), sentence)

@@ -20,11 +20,15 @@ import torch
 pytestmark = pytest.mark.slow
 
 
+# Higher than the shipped runs' peaks (train.PEAK_LR): 25 steps must show progress.
+LR = {"mlm": "3e-3", "clm": "3e-3", "span": "1e-2"}
+
+
 def run_cli(objective: str, out: Path, repo_root: Path, device: str = "cpu", steps: int = 25) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", PYTHONPATH=str(repo_root))
     command = [
         sys.executable, "-m", "week6_pretraining.train", "--objective", objective,
-        "--size", "tiny", "--max-steps", str(steps), "--batch-size", "8", "--lr", "3e-3",
+        "--size", "tiny", "--max-steps", str(steps), "--batch-size", "8", "--lr", LR[objective],
         "--eval-every", "1000", "--eval-rows", "8", "--log-every", "5",
         "--device", device, "--out", str(out), "--no-progress",
     ]
@@ -96,13 +100,14 @@ def test_loop_uses_the_functions_it_is_given():
     assert calls["clm"] == 3 + 2
     assert log["tokens_predicted"] == 3 * 4 * 127
 
-    from autograder.reference.span_corruption import random_spans_noise_mask, span_corrupt
+    from autograder.reference.span_corruption import random_spans_noise_mask, span_corrupt, span_corruption_loss
 
-    calls.update(noise=0, corrupt=0)
+    calls.update(noise=0, corrupt=0, span=0)
     _, _, log = train("span", **common, noise_fn=counted("noise", random_spans_noise_mask),
-                      corrupt_fn=counted("corrupt", span_corrupt))
+                      corrupt_fn=counted("corrupt", span_corrupt), span_loss_fn=counted("span", span_corruption_loss))
     held_out = log["eval_rows"]
     assert calls["noise"] == calls["corrupt"] == 3 * 4 + held_out  # every training row, each held-out row once
+    assert calls["span"] == 3 + 2  # every step; one held-out batch at each of the 2 evaluations
     # 127 tokens a row: 19 dropped in 6 spans, so 19 + 6 + 1 targets.
     assert log["tokens_predicted"] == 3 * 4 * 26
 
