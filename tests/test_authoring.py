@@ -304,9 +304,10 @@ def test_a_function_added_in_three_files_is_regenerated_and_graded(tmp_path):
 # ------------------------------------------------------------------------------ what is derived
 def test_an_item_left_out_of_topics_is_counted_next_to_its_neighbour_in_the_notebook():
     items = notebook_items()
+    complete = with_unlisted_items(items, TOPICS)  # TOPICS itself may already leave items out
     for left_out in [(STEM, "random_spans_noise_mask"), (STEM, "span_corrupt")]:  # the first item, then one after it
-        fewer = [(key, title, [entry for entry in entries if entry != left_out]) for key, title, entries in TOPICS]
-        assert with_unlisted_items(items, fewer) == [(key, title, list(entries)) for key, title, entries in TOPICS]
+        fewer = [(key, title, [entry for entry in entries if entry != left_out]) for key, title, entries in complete]
+        assert with_unlisted_items(items, fewer) == complete
 
 
 def test_the_boxes_of_the_handout_are_written_from_the_topics():

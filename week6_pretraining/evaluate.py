@@ -84,8 +84,9 @@ def cloze_accuracy(model, tokenizer, items: list[dict] | None = None, k: int = 5
                 f"top{k}": sum(item["answer"] in p for p, item in pairs) / len(pairs)}
 
     result = scores(zip(predictions, items))
-    result["by_kind"] = {kind: scores((p, item) for p, item in zip(predictions, items) if word_kind(item) == kind)
-                         for kind in ("function", "content")}
+    kinds = [word_kind(item) for item in items]
+    result["by_kind"] = {kind: scores((p, item) for p, item, k in zip(predictions, items, kinds) if k == kind)
+                         for kind in ("function", "content") if kind in kinds}  # a kind with no item has no score
     result["predictions"] = predictions
     return result
 

@@ -1,11 +1,12 @@
-"""Hidden tests of exercise5_span_corruption.ipynb: T5's random span noise mask
-and its (inputs, targets) construction.
+"""Hidden tests of exercise5_span_corruption.ipynb: T5's random span noise mask,
+its (inputs, targets) construction and the span-corruption loss.
 
 The noise mask is random: its counts and its layout (kept first, noise last,
 alternating) are checked exactly, and the randomness of the split into spans is
 checked against the uniform distribution over splits with 5-sigma bands. Masks
 are drawn with a ``torch.Generator`` built in the sandbox by the ``seeded_call``
-probe.
+probe. The loss is compared with the reference row by row, on padded batches,
+large logits and half-precision logits.
 """
 from __future__ import annotations
 
@@ -15,7 +16,16 @@ import torch
 
 from autograder.reference import span_corruption
 from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
-from autograder.suite import expect, expect_equal, expect_tensor, generator, graded, on_devices, within_sigma
+from autograder.suite import (
+    expect,
+    expect_close,
+    expect_equal,
+    expect_tensor,
+    generator,
+    graded,
+    on_devices,
+    within_sigma,
+)
 
 SENTINELS = [32099 - i for i in range(40)]  # T5's <extra_id_0>, <extra_id_1>, ...
 
@@ -209,3 +219,110 @@ def test_span_corrupt_sentinel_formats_and_too_few_sentinels(student, device):
     expect(reply["raised"] == "ValueError",
            "span_corrupt with 3 spans and only 3 sentinel ids (4 are needed: one per span and a final one) must "
            "raise ValueError, " + ("it returned normally" if reply["raised"] is None else f"it raised {reply['raised']}"))
+
+
+# =============================================================== span_corruption_loss (4)
+def _span_logits(batch: int, length: int, vocab: int, *, seed: int, device: str, scale: float = 2.0) -> torch.Tensor:
+    return (torch.randn(batch, length, vocab, generator=_gen(seed)) * scale).to(device)
+
+
+def _span_targets(lengths: list[int], width: int, vocab: int, *, seed: int, device: str) -> torch.Tensor:
+    """[len(lengths), width] random target ids, row b scored on its first lengths[b] positions and
+    right-padded with -100 (the layout of a batch of ``span_corrupt`` targets)."""
+    ids = torch.randint(0, vocab, (len(lengths), width), generator=_gen(seed))
+    scored = torch.arange(width) < torch.tensor(lengths).unsqueeze(1)
+    return ids.masked_fill(~scored, -100).to(device)
+
+
+def _rounded(losses: torch.Tensor) -> list[float]:
+    return [round(value, 4) + 0.0 for value in losses.tolist()]  # + 0.0 shows -0.0 as 0.0
+
+
+def _expect_span_losses(actual, logits: torch.Tensor, targets: torch.Tensor, *, what: str,
+                        atol: float = 1e-4, rtol: float = 1e-5) -> None:
+    """One float32 loss per row, on the device of the logits, not NaN, equal to the reference's."""
+    expected = span_corruption.span_corruption_loss(logits, targets)
+    expect_tensor(actual, dtype=torch.float32, shape=(logits.size(0),), device=logits.device,
+                  what=f"{what} (a float32 tensor [B], one loss per row, on the device of logits)")
+    for bad, word in [(torch.isnan(actual), "NaN"), (torch.isinf(actual), "infinite")]:
+        expect(not bool(bad.any()), f"{what} is {word} at rows {bad.nonzero().flatten().tolist()}")
+    expect_close(actual, expected, atol=atol, rtol=rtol,
+                 what=f"{what} (per-row losses {_rounded(actual)}, expected {_rounded(expected)})")
+
+
+@graded("test_span_corruption_loss", points=1)
+@on_devices
+def test_span_corruption_loss_matches_reference(student, device):
+    # (scored targets per row, padded width, vocabulary size)
+    cases = [([7, 7], 7, 11), ([5, 2, 8], 8, 13), ([1], 1, 5), ([12, 3, 9, 12], 12, 50)]
+    for number, (lengths, width, vocab) in enumerate(cases):
+        logits = _span_logits(len(lengths), width, vocab, seed=500 + number, device=device)
+        targets = _span_targets(lengths, width, vocab, seed=520 + number, device=device)
+        # tolerance: float32 rounding of a sum of up to 12 log-softmax values of size ~5
+        _expect_span_losses(student.call(logits, targets), logits, targets,
+                            what=f"span_corruption_loss on logits {list(logits.shape)} with {lengths} scored targets "
+                                 "per row (each row: the sum of -log p(target) over its scored positions)")
+
+
+@graded("test_span_corruption_loss", points=1)
+@on_devices
+def test_span_corruption_loss_padding_and_empty_rows(student, device):
+    lengths, width, vocab = [6, 0, 3, 1, 0], 6, 9
+    logits = _span_logits(len(lengths), width, vocab, seed=540, device=device)
+    targets = _span_targets(lengths, width, vocab, seed=541, device=device)
+    what = (f"span_corruption_loss with {lengths} scored targets per row (-100 is not scored; a row of padding "
+            "only is 0.0)")
+    actual = student.call(logits, targets)
+    _expect_span_losses(actual, logits, targets, what=what)
+    empty = (targets == -100).all(dim=1)
+    expect(bool((actual[empty] == 0).all()),
+           f"span_corruption_loss gives rows with nothing scored {actual[empty].tolist()}, expected 0.0 each")
+    # What the logits say at padded positions must not matter.
+    padded = (targets == -100).unsqueeze(-1)
+    other = _span_logits(len(lengths), width, vocab, seed=542, device=device, scale=50.0)
+    noisy = torch.where(padded, other, logits)
+    _expect_span_losses(student.call(noisy, targets), noisy, targets,
+                        what="span_corruption_loss with other logits at the padded positions (they are not scored)")
+    nothing = torch.full((2, 4), -100, device=device)
+    logits = _span_logits(2, 4, vocab, seed=543, device=device)
+    _expect_span_losses(student.call(logits, nothing), logits, nothing, atol=1e-7, rtol=0.0,
+                        what="span_corruption_loss of a batch with no scored target at all (0.0 per row, not NaN)")
+
+
+@graded("test_span_corruption_loss", points=1)
+@on_devices
+def test_span_corruption_loss_scores_each_position_against_its_own_target(student, device):
+    # Logits that are confident and right when position t is scored against targets[:, t], and
+    # confidently wrong against any neighbour: a shifted pairing costs about 20 per target.
+    lengths, width, vocab = [5, 3, 1], 5, 7
+    targets = _span_targets(lengths, width, vocab, seed=560, device=device)
+    logits = torch.full((len(lengths), width, vocab), -10.0, device=device)
+    logits.scatter_(-1, targets.clamp(min=0).unsqueeze(-1), 10.0)
+    _expect_span_losses(student.call(logits, targets), logits, targets, atol=1e-5, rtol=0.0,
+                        what="span_corruption_loss on logits that put a score of 10 on targets[b, t] at position t "
+                             "(logits[b, t] predicts targets[b, t]; there is no shift, unlike clm_loss)")
+    logits = _span_logits(len(lengths), width, vocab, seed=561, device=device)
+    _expect_span_losses(student.call(logits, targets), logits, targets,
+                        what=f"span_corruption_loss on random logits {list(logits.shape)} with {lengths} scored "
+                             "targets per row (logits[b, t] is scored against targets[b, t])")
+
+
+@graded("test_span_corruption_loss", points=1)
+@on_devices
+def test_span_corruption_loss_large_logits_and_other_dtypes(student, device):
+    lengths, width, vocab = [8, 5, 2], 8, 17
+    base = _span_logits(len(lengths), width, vocab, seed=580, device=device)
+    targets = _span_targets(lengths, width, vocab, seed=581, device=device)
+    for name, logits in [("logits + 1000", base + 1000), ("1000 * logits", 1000 * base)]:
+        # tolerance: float32 rounding; inputs near 1000 are only known to 6e-5 (one ulp), and a
+        # log-sum-exp formulation is off by about that per target, 8 targets to a row
+        _expect_span_losses(student.call(logits, targets), logits, targets, atol=1e-3, rtol=1e-5,
+                            what=f"span_corruption_loss of {name} (use a log-softmax or log-sum-exp that "
+                                 "subtracts the maximum)")
+    for dtype in (torch.float16, torch.bfloat16, torch.float64):
+        logits = base.to(dtype)
+        # tolerance: float32 rounding of a sum of 8 terms; a loss computed in half precision is
+        # off by ~1e-3 per target
+        _expect_span_losses(student.call(logits, targets), logits, targets, atol=2e-4, rtol=0.0,
+                            what=f"span_corruption_loss of {dtype} logits (compute in float32: logits.float(); "
+                                 "return float32)")

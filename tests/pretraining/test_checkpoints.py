@@ -176,3 +176,25 @@ def test_t5_fills_dropped_spans(sentence, answer):
     from week6_helpers.small_models import load_small_t5
 
     assert answer in t5_top5(load_small_t5(), sentence)
+
+
+def test_evaluation_reproduces_the_card_numbers():
+    """Evaluating a shipped folder again gives exactly its eval_results.json (the weights, the
+    held-out corruption and the cloze set are fixed); nothing is written with --no-write."""
+    from week6_pretraining.evaluate import main
+
+    folder = CHECKPOINTS / "austen-t5-span-tiny"
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    results = main([str(folder), "--no-write"])
+    assert results == {folder.name: json.loads((folder / "eval_results.json").read_text())}
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_cloze_accuracy_of_one_kind_only(mlm):
+    """A set of content words only has no function-word score (and does not divide by zero)."""
+    from week6_pretraining.evaluate import cloze_accuracy, load_cloze
+
+    tokenizer, model = mlm
+    everyday = [item for item in load_cloze() if item["kind"] != "function"][:10]
+    result = cloze_accuracy(model, tokenizer, everyday)
+    assert set(result["by_kind"]) == {"content"} and result["by_kind"]["content"]["items"] == 10

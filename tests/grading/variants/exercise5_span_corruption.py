@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
 from autograder.reference import span_corruption
 
@@ -233,4 +234,112 @@ def span_corrupt_by_runs(token_ids, noise_mask, *, sentinel_ids, eos_id=None):
 ALTERNATIVES += [
     {"random_spans_noise_mask": noise_mask_by_random_keys, "span_corrupt": span_corrupt_token_by_token},
     {"span_corrupt": span_corrupt_by_runs},
+]
+
+
+# ---------------------------------------------------------------- span_corruption_loss
+def _token_costs(log_probs, targets):
+    """[B, L] -log p(target), 0 at the -100 positions, from [B, L, V] log-probabilities."""
+    scored = targets != -100
+    picked = log_probs.gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    return -picked.masked_fill(~scored, 0.0)
+
+
+def span_corruption_loss_mean_per_row(logits, targets):
+    """The mean per scored target of each row instead of the sum."""
+    targets = targets.to(logits.device)
+    costs = _token_costs(torch.log_softmax(logits.float(), dim=-1), targets)
+    return costs.sum(dim=1) / (targets != -100).sum(dim=1).clamp(min=1)
+
+
+def span_corruption_loss_shifted(logits, targets):
+    """Shifts as clm_loss does: logits[:, t] scored against targets[:, t + 1]."""
+    targets = targets.to(logits.device)
+    return _token_costs(torch.log_softmax(logits[:, :-1].float(), dim=-1), targets[:, 1:]).sum(dim=1)
+
+
+def span_corruption_loss_scores_padding(logits, targets):
+    """Reads -100 as class 0 and scores it like any other target."""
+    targets = targets.to(logits.device).clamp(min=0)
+    return _token_costs(torch.log_softmax(logits.float(), dim=-1), targets).sum(dim=1)
+
+
+def span_corruption_loss_nan_when_empty(logits, targets):
+    """Right wherever a row has a target; NaN (0 / 0) for a row without one."""
+    total = span_corruption.span_corruption_loss(logits, targets)
+    empty = (targets.to(logits.device) == -100).all(dim=1)
+    return total.masked_fill(empty, float("nan"))
+
+
+def span_corruption_loss_batch_total(logits, targets):
+    """The batch's total as one 0-dim tensor instead of one value per row."""
+    return span_corruption.span_corruption_loss(logits, targets).sum()
+
+
+def span_corruption_loss_naive_softmax(logits, targets):
+    """log(exp(x) / sum exp(x)) without subtracting the maximum: inf and NaN for large logits."""
+    exp = logits.float().exp()
+    log_probs = (exp / exp.sum(dim=-1, keepdim=True)).log()
+    return _token_costs(log_probs, targets.to(logits.device)).sum(dim=1)
+
+
+def span_corruption_loss_in_input_dtype(logits, targets):
+    """The log-softmax in the logits' own dtype (float16, bfloat16), upcast only at the end."""
+    log_probs = torch.log_softmax(logits, dim=-1)
+    return _token_costs(log_probs, targets.to(logits.device)).sum(dim=1).float()
+
+
+def span_corruption_loss_in_logits_dtype(logits, targets):
+    """Computed in float32, but returned in the logits' dtype."""
+    return span_corruption.span_corruption_loss(logits, targets).to(logits.dtype)
+
+
+def span_corruption_loss_on_cpu(logits, targets):
+    return span_corruption.span_corruption_loss(logits, targets).cpu()
+
+
+def span_corruption_loss_mean_per_token(logits, targets):
+    """The mean per scored target token of the whole batch (what training minimises), a 0-dim tensor."""
+    total = span_corruption.span_corruption_loss(logits, targets).sum()
+    return total / (targets != -100).sum().clamp(min=1)
+
+
+def span_corruption_loss_by_logsumexp(logits, targets):
+    """-log softmax(x)[y] = logsumexp(x) - x[y], masked by multiplying with the scored positions."""
+    x = logits.float()
+    targets = targets.to(x.device)
+    scored = (targets != -100).float()
+    picked = x.gather(-1, (targets * (targets >= 0)).unsqueeze(-1)).squeeze(-1)
+    return ((torch.logsumexp(x, dim=-1) - picked) * scored).sum(dim=-1)
+
+
+def span_corruption_loss_by_cross_entropy(logits, targets):
+    """F.cross_entropy over the flattened batch, reduction="none", folded back into rows."""
+    batch, length, vocab = logits.shape
+    costs = F.cross_entropy(logits.float().reshape(-1, vocab), targets.to(logits.device).reshape(-1),
+                            ignore_index=-100, reduction="none")
+    return costs.reshape(batch, length).sum(dim=1)
+
+
+def span_corruption_loss_row_by_row(logits, targets):
+    """A Python loop over the rows, each scored on its kept positions only with nll_loss."""
+    losses = []
+    for row_logits, row_targets in zip(logits.float(), targets.to(logits.device)):
+        kept = row_targets != -100
+        log_probs = F.log_softmax(row_logits[kept], dim=-1)
+        losses.append(F.nll_loss(log_probs, row_targets[kept], reduction="sum") if bool(kept.any())
+                      else row_logits.new_zeros(()))
+    return torch.stack(losses)
+
+
+MUTANTS += [
+    {"span_corruption_loss": span_corruption_loss_shifted},
+    {"span_corruption_loss": span_corruption_loss_mean_per_token},
+    {"span_corruption_loss": span_corruption_loss_in_input_dtype},
+]
+
+ALTERNATIVES += [
+    {"span_corruption_loss": span_corruption_loss_by_logsumexp},
+    {"span_corruption_loss": span_corruption_loss_by_cross_entropy},
+    {"span_corruption_loss": span_corruption_loss_row_by_row},
 ]
