@@ -128,3 +128,31 @@ def test_round_trip_reconstructs_the_original():
         for tok in inputs.tolist():
             pieces.extend(spans[tok] if tok >= 1000 else [tok])
         assert pieces == ids.tolist()
+
+
+def test_span_corruption_loss_agrees_with_t5s_own_loss():
+    """An independent oracle: transformers' T5ForConditionalGeneration, given ``labels``, shifts
+    them right itself and returns the mean cross-entropy over the labels that are not -100. The
+    reference's per-row sums, over the course loop's own shift (``week6_pretraining.train``), add
+    up to the same mean; and a row of padding only costs 0."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    from autograder.reference.span_corruption import span_corruption_loss
+    from week6_pretraining.train import span_logits
+
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=50, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2,
+                      decoder_start_token_id=0, pad_token_id=0, dropout_rate=0.0)
+    model = T5ForConditionalGeneration(config).eval()
+    inputs = torch.randint(1, 50, (3, 9))
+    targets = torch.randint(1, 50, (3, 6))
+    targets[1, 4:] = -100
+    targets[2, 2:] = -100
+    with torch.no_grad():
+        expected = model(input_ids=inputs, labels=targets).loss
+        per_row = span_corruption_loss(span_logits(model, inputs, targets), targets)
+    assert per_row.shape == (3,) and per_row.dtype == torch.float32
+    assert torch.allclose(per_row.sum() / (targets != -100).sum(), expected, atol=1e-6)
+    with torch.no_grad():
+        logits = model(input_ids=inputs[:1], decoder_input_ids=torch.zeros(1, 6, dtype=torch.long)).logits
+    assert span_corruption_loss(logits, torch.full((1, 6), -100)).tolist() == [0.0]
