@@ -105,7 +105,9 @@ def test_every_clause_mutant_loses_points_on_drawn_inputs(stem):
 def _fingerprint(value: Any) -> Any:
     """A hashable summary of a call's argument: tensors by their values, modules by their weights."""
     if isinstance(value, torch.Tensor):
-        return ("tensor", value.dtype, tuple(value.shape), value.detach().cpu().contiguous().numpy().tobytes())
+        # The raw bytes: numpy has no bfloat16, so the values are read as bytes of any dtype.
+        raw = value.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+        return ("tensor", value.dtype, tuple(value.shape), raw.numpy().tobytes())
     if isinstance(value, torch.nn.Module):
         return ("module", type(value).__name__,
                 tuple(_fingerprint(p) for p in value.state_dict().values()))
