@@ -140,7 +140,9 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
         results = (
             f"| held-out causal-LM loss (all {metrics['heldout_rows']} held-out rows) | "
             f"{metrics['heldout_clm_loss']:.3f} nats per token |\n"
-            f"| held-out perplexity (exp of the loss) | {metrics['heldout_perplexity']:.1f} |\n")
+            f"| held-out perplexity (exp of the loss) | {metrics['heldout_perplexity']:.1f} |\n"
+            + (cloze_rows(metrics, "the blank is the next token after the words before it; the words after it are "
+                                   "not seen") if "cloze_top1" in metrics else ""))
         objective_text = (
             "Causal language modelling: every position predicts the next token "
             "(`autograder.reference.losses.clm_loss`), 127 targets per 128-token row.")

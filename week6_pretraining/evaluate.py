@@ -9,7 +9,9 @@ Measured here, on the full held-out part of the corpus (austen_heldout.txt):
 - BERT: masked-LM loss on one fixed, seeded 80/10/10 masking of the held-out rows,
   and top-1 / top-5 accuracy on the cloze set ``data/cloze/cloze.jsonl``, overall and
   for function and content words (nouns, verbs, adjectives) apart;
-- GPT: causal-LM loss and perplexity (exp of the loss) on the same rows;
+- GPT: causal-LM loss and perplexity (exp of the loss) on the same rows, and the same cloze set
+  read left to right: is the answer among the next tokens predicted after the words before the
+  blank (the words after it unseen)?
 - T5: span-corruption loss on one fixed, seeded corruption of the same rows, and the
   same cloze set with each blank a dropped span (``<extra_id_0>``): does the first token
   the decoder writes after the sentinel name the answer?
@@ -66,6 +68,23 @@ def span_cloze_predictions(model, tokenizer, items: list[dict], k: int = 5) -> l
     return [tokenizer.convert_ids_to_tokens(ids) for ids in logits.topk(k, dim=-1).indices.tolist()]
 
 
+@torch.no_grad()
+def next_token_cloze_predictions(model, tokenizer, items: list[dict], k: int = 5) -> list[list[str]]:
+    """The top-``k`` next tokens a causal LM predicts after the words before each item's blank.
+
+    The words after the blank are never read: this is the cloze as a left-to-right model can
+    play it. The row starts with [CLS], as the course GPT's rows do.
+    """
+    model.eval()
+    predictions = []
+    for item in items:
+        left = item["text"].split("[MASK]")[0]
+        ids = [tokenizer.cls_token_id] + tokenizer(left, add_special_tokens=False)["input_ids"]
+        logits = model(input_ids=torch.tensor([ids])).logits[0, -1]
+        predictions.append(tokenizer.convert_ids_to_tokens(logits.topk(k).indices.tolist()))
+    return predictions
+
+
 def word_kind(item: dict) -> str:
     """``function`` or ``content`` (the cloze set's nouns, verbs and adjectives)."""
     return "function" if item["kind"] == "function" else "content"
@@ -117,9 +136,10 @@ def evaluate_mlm(folder: Path) -> dict:
 
 
 def evaluate_clm(folder: Path) -> dict:
-    _, _, batches, loss = _load_and_score(folder, "GPT2LMHeadModel", "clm")
+    tokenizer, model, batches, loss = _load_and_score(folder, "GPT2LMHeadModel", "clm")
     return {"heldout_rows": sum(len(b[0]) for b in batches), "heldout_clm_loss": round(loss, 4),
-            "heldout_perplexity": round(math.exp(loss), 2)}
+            "heldout_perplexity": round(math.exp(loss), 2),
+            **_cloze_metrics(cloze_accuracy(model, tokenizer, predict=next_token_cloze_predictions))}
 
 
 def evaluate_span(folder: Path) -> dict:
