@@ -94,8 +94,8 @@ def load_small_t5(name: str | None = None, *, tiny: bool = False):
 
     Without ``name``: the course's Austen T5 (``tiny=True``: its smaller sibling). Its
     tokenizer knows T5's sentinels ``<extra_id_0>`` ... ``<extra_id_99>``; the model reads
-    a text with spans replaced by sentinels (no [CLS] or [SEP]: encode with ``add_special_tokens=False``) and
-    writes each dropped span after its sentinel. The decoder starts from the padding
+    a text with spans replaced by sentinels (no [CLS] or [SEP]: encode with
+    ``add_special_tokens=False``) and writes each dropped span after its sentinel. The decoder starts from the padding
     id (``model.config.decoder_start_token_id``), as in T5.
     """
     from transformers import AutoTokenizer, T5ForConditionalGeneration

@@ -134,8 +134,9 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
             "the encoder reads the row with each dropped span replaced by one sentinel, and the decoder writes "
             "each sentinel followed by its span, then a final sentinel (`span_corrupt`). The loss is the "
             "chapter's span-corruption loss (`span_corruption_loss`, a sum per row) divided by the number of "
-            "target tokens, the decoder reading the targets shifted right (teacher forcing). The tokenizer is the course's WordPiece with T5's 100 sentinels `<extra_id_0>` ... "
-            "`<extra_id_99>` added at the end of the vocabulary.")
+            "target tokens, the decoder reading the targets shifted right (teacher forcing). The tokenizer "
+            "is the course's WordPiece with T5's 100 sentinels `<extra_id_0>` ... `<extra_id_99>` added at "
+            "the end of the vocabulary.")
     else:
         results = (
             f"| held-out causal-LM loss (all {metrics['heldout_rows']} held-out rows) | "

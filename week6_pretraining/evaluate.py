@@ -104,7 +104,7 @@ def cloze_accuracy(model, tokenizer, items: list[dict] | None = None, k: int = 5
 
     result = scores(zip(predictions, items))
     kinds = [word_kind(item) for item in items]
-    result["by_kind"] = {kind: scores((p, item) for p, item, k in zip(predictions, items, kinds) if k == kind)
+    result["by_kind"] = {kind: scores((p, item) for p, item, of in zip(predictions, items, kinds) if of == kind)
                          for kind in ("function", "content") if kind in kinds}  # a kind with no item has no score
     result["predictions"] = predictions
     return result

@@ -395,7 +395,8 @@ def train(
             if objective == "mlm":
                 loss, n_pred = mlm_step_loss(model, rows, tokenizer, mask_generator, mask_fn, mlm_loss_fn)
             elif objective == "span":
-                loss, n_pred = span_step_loss(model, rows, tokenizer, mask_generator, noise_fn, corrupt_fn, span_loss_fn)
+                loss, n_pred = span_step_loss(model, rows, tokenizer, mask_generator, noise_fn, corrupt_fn,
+                                              span_loss_fn)
             else:
                 loss, n_pred = clm_step_loss(model, rows, clm_loss_fn)
         optimizer.zero_grad(set_to_none=True)
