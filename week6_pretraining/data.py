@@ -57,9 +57,31 @@ def sentinel_ids(tokenizer, count: int = SENTINELS) -> list[int]:
     return ids
 
 
-def token_stream(tokenizer, part: str = "train", corpus: Path = CORPUS) -> torch.Tensor:
-    """All paragraphs of ``austen_<part>.txt``, each followed by [SEP], as one int64 tensor."""
-    lines = (corpus / f"austen_{part}.txt").read_text(encoding="utf-8").splitlines()
+# The training text, by source: the files of data/corpus each source adds to the
+# training stream (see data/corpus/README.md). Every model is evaluated on Austen's
+# held-out part whatever it trained on, so held-out losses stay comparable.
+SOURCES = {
+    "austen": "austen_train.txt",  # Jane Austen's six novels, less the held-out 5 %
+    "wordnet": "wordnet_examples.txt",  # WordNet 3.0's usage examples, one synset per paragraph
+    "novels": "novels_train.txt",  # Great Expectations, The War of the Worlds, Twenty Thousand Leagues
+}
+HELDOUT = "austen_heldout.txt"
+
+
+def token_stream(tokenizer, part: str = "train", corpus: Path = CORPUS, sources: tuple[str, ...] = ("austen",)) -> torch.Tensor:
+    """All paragraphs of the training text (``part="train"``: the ``sources``' files, in that
+    order) or of Austen's held-out part (``"heldout"``), each followed by [SEP], as one int64
+    tensor."""
+    if part == "heldout":
+        files = [HELDOUT]
+    elif part == "train":
+        unknown = [s for s in sources if s not in SOURCES]
+        if unknown or not sources:
+            raise ValueError(f"unknown text source(s) {unknown or sources}; choose from {', '.join(SOURCES)}")
+        files = [SOURCES[s] for s in sources]
+    else:
+        raise ValueError(f"part must be 'train' or 'heldout', got {part!r}")
+    lines = [line for name in files for line in (corpus / name).read_text(encoding="utf-8").splitlines()]
     # The Rust tokenizer directly: the transformers wrapper would warn that paragraphs
     # are longer than the models' context, which is fine here, they get cut later.
     encoded = [e.ids for e in tokenizer.backend_tokenizer.encode_batch(lines, add_special_tokens=False)]

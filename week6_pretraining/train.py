@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from .data import CONTEXT, DATA, TOKENIZER_DIR, Batches, load_tokenizer, sentinel_ids, token_stream, windows, with_sentinels
+from .data import CONTEXT, DATA, SOURCES, TOKENIZER_DIR, Batches, load_tokenizer, sentinel_ids, token_stream, windows, with_sentinels
 from .model import Size, build_model
 
 CHECKPOINTS = DATA / "checkpoints"
@@ -44,6 +44,7 @@ OBJECTIVES = tuple(DEFAULT_OUT)
 SIZES = {
     "small": Size(layers=4, hidden=128, heads=4, ffn=512),  # the shipped models
     "tiny": Size(layers=2, hidden=64, heads=2, ffn=256),  # tests and the notebook's quick run
+    "medium": Size(layers=4, hidden=256, heads=4, ffn=1024),  # twice the width: recipes, GPU runs
 }
 # (end of the phase as a fraction of the steps, row length); 128 after the last one.
 CONTEXT_WARMUP = ((0.25, 16), (0.325, 32), (0.40, 64))
@@ -266,12 +267,14 @@ def train(
     log_every: int = 10,
     tokenizer=None,
     stream: torch.Tensor | None = None,
+    text: tuple[str, ...] = ("austen",),
     mask_fn=None,
     mlm_loss_fn=None,
     clm_loss_fn=None,
     noise_fn=None,
     corrupt_fn=None,
     span_loss_fn=None,
+    bf16: bool | None = None,
     progress: bool = True,
 ):
     """Train one model from random weights; return ``(model, tokenizer, log)``.
@@ -299,6 +302,14 @@ def train(
     ``span_corrupt`` and ``span_corruption_loss`` of ``autograder.reference.span_corruption``;
     the span objective adds T5's 100 sentinel tokens to the tokenizer (``data.with_sentinels``)
     and trains with Adafactor (``make_optimizer``).
+
+    ``text``: the training text's sources (``data.SOURCES``), read in that order; the
+    held-out rows are always Austen's, so every model's held-out loss is comparable.
+
+    ``bf16``: run the forward pass under bfloat16 autocast (weights, optimiser state and
+    losses stay float32). None means on for a GPU that supports it and off on a CPU,
+    where it pays only on processors with bfloat16 matrix units (AMX) and its rounding
+    makes the run depend on the processor.
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
@@ -320,7 +331,9 @@ def train(
     tokenizer = tokenizer or load_tokenizer()
     if objective == "span":
         tokenizer = with_sentinels(tokenizer)  # new ids at the end: the stream's ids do not change
-    stream = token_stream(tokenizer, "train") if stream is None else stream
+    # ``stream`` (already tokenized) replaces the ``text`` sources, for tests and notebooks.
+    text = list(text) if stream is None else None
+    stream = token_stream(tokenizer, "train", sources=text) if stream is None else stream
     # One endless supply of rows per row length; the same seeds give both objectives
     # exactly the same rows in the same order.
     phases = CONTEXT_WARMUP if context_warmup else ()
@@ -333,10 +346,10 @@ def train(
     model = build_model(objective, tokenizer, size).to(device)
     optimizer = make_optimizer(model, objective, lr)
     mask_generator = torch.Generator(device=device).manual_seed(seed + 1)
-    # bf16 autocast on GPUs that support it: the matrix products run at tensor-core
-    # speed while the weights, optimiser and losses stay in float32.
-    use_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
-    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if use_bf16 else nullcontext
+    # bf16 autocast: the matrix products run on the GPU's tensor cores (or the CPU's AMX
+    # units) while the weights, optimiser and losses stay in float32.
+    use_bf16 = (device.type == "cuda" and torch.cuda.is_bf16_supported()) if bf16 is None else bf16
+    autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if use_bf16 else nullcontext
 
     n_params = sum(p.numel() for p in model.parameters())  # .parameters() counts tied weights once
     log = {
@@ -358,6 +371,7 @@ def train(
         "bf16_autocast": use_bf16,
         "torch_threads": torch.get_num_threads(),
         "hardware": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine(),
+        "text": text,  # the training text's sources (data.SOURCES); None for a stream passed in
         "train_stream_tokens": len(stream),
         "eval_rows": len(torch.cat([b[0] for b in eval_batches])),
         "log_every": log_every,
@@ -464,10 +478,14 @@ def main(argv=None):
                         help="peak learning rate (default: " + ", ".join(f"{o} {v:g}" for o, v in PEAK_LR.items()) + ")")
     parser.add_argument("--no-context-warmup", action="store_true", help="128-token rows from the first step")
     parser.add_argument("--size", choices=sorted(SIZES), default="small")
+    parser.add_argument("--text", nargs="+", choices=list(SOURCES), default=["austen"],
+                        help="training text, in this order (default: austen); held-out is always Austen's")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--eval-every", type=int, default=100)
     parser.add_argument("--eval-rows", type=int, default=64, help="held-out rows per periodic evaluation")
     parser.add_argument("--log-every", type=int, default=10)
+    parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None,
+                        help="bfloat16 autocast (default: on for a GPU with bf16, off on a CPU)")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads (1 keeps a shared machine usable)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None)
@@ -477,9 +495,9 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     model, tokenizer, log = train(
         args.objective, max_steps=args.max_steps, minutes=args.minutes, batch_size=args.batch_size,
-        lr=args.lr, context_warmup=not args.no_context_warmup,
+        lr=args.lr, context_warmup=not args.no_context_warmup, text=tuple(args.text),
         size=SIZES[args.size], seed=args.seed, device=args.device,
-        eval_every=args.eval_every, eval_rows=args.eval_rows, log_every=args.log_every,
+        eval_every=args.eval_every, eval_rows=args.eval_rows, log_every=args.log_every, bf16=args.bf16,
         progress=not args.no_progress,
     )
     log["command"] = "python -m week6_pretraining.train " + " ".join(argv if argv is not None else os.sys.argv[1:])

@@ -1,32 +1,30 @@
 #!/usr/bin/env python3
-"""Rebuild the Jane Austen corpus shipped in this folder from Debian's r-cran-janeaustenr.
+"""Rebuild the pre-training text shipped in this folder from pinned Debian packages.
 
     python data/corpus/build.py           # rebuild the files and SHA256SUMS in place
     python data/corpus/build.py --check   # rebuild in a temp dir, compare, exit 1 on mismatch
 
 The novels sit in the R package's lazy-load database (data/Rdata.rdx + .rdb), one
 character vector per novel, one element per line of the Project Gutenberg text.
-They are decoded with rserialize.py (pure Python, no R needed).  See README.md.
+They are decoded with rserialize.py (pure Python, no R needed).  The other
+files (WordNet's example sentences, three public-domain novels) come from
+more.py.  See README.md.
 """
 import argparse
-import hashlib
-import io
 import itertools
 import re
-import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
+import more
+from debian import deb_data_tar, fetch_deb, sha256
 from rserialize import read_lazyload
 
 HERE = Path(__file__).resolve().parent
-DOWNLOADS = HERE / "_downloads"  # git-ignored
 
 PACKAGE = "r-cran-janeaustenr"
 VERSION = "1.0.0-1"  # Debian 12 (bookworm)
-DEB = f"{PACKAGE}_{VERSION}_all.deb"
 DEB_SHA256 = "df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95"
 DATABASE = "./usr/lib/R/site-library/janeaustenr/data/Rdata"  # .rdx and .rdb inside the .deb
 
@@ -41,48 +39,9 @@ HEADING = re.compile(r"(CHAPTER|Chapter|VOLUME) [0-9IVXLC]+\.?")
 # editor's note at the end of Northanger Abbey, which is not Austen's.
 END_MARKERS = {"THE END", "FINIS", "Finis", "A NOTE ON THE TEXT"}
 
-OUTPUTS = ["austen_train.txt", "austen_heldout.txt"]
+AUSTEN_OUTPUTS = ["austen_train.txt", "austen_heldout.txt"]
+OUTPUTS = AUSTEN_OUTPUTS + more.OUTPUTS
 CHECKSUMS = "SHA256SUMS"
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def fetch_deb() -> bytes:
-    """Return the .deb's bytes, downloading it with apt-get unless already cached."""
-    path = DOWNLOADS / DEB
-    if not path.exists():
-        DOWNLOADS.mkdir(exist_ok=True)
-        # apt-get download saves into the working directory.
-        result = subprocess.run(["apt-get", "download", f"{PACKAGE}={VERSION}"], cwd=DOWNLOADS)
-        if result.returncode != 0 or not path.exists():
-            sys.exit(f"apt-get download {PACKAGE}={VERSION} failed; try `apt-get update` first, "
-                     f"or place {DEB} (from any Debian mirror) in {DOWNLOADS}.")
-    data = path.read_bytes()
-    if sha256(data) != DEB_SHA256:
-        sys.exit(f"{path}: sha256 is {sha256(data)}, expected {DEB_SHA256}.\n"
-                 "The upstream file changed or the download is corrupt; delete it and retry.")
-    return data
-
-
-def deb_data_tar(deb: bytes) -> tarfile.TarFile:
-    """Open the data.tar.* member of a .deb (an ar archive) without dpkg-deb.
-
-    ar format: an 8-byte magic, then per member a 60-byte header (name in bytes
-    0-16, decimal size in bytes 48-58) and the body, padded to an even length.
-    """
-    if deb[:8] != b"!<arch>\n":
-        raise ValueError("not a .deb (ar) archive")
-    pos = 8
-    while pos < len(deb):
-        header = deb[pos:pos + 60]
-        name = header[:16].decode().strip().rstrip("/")
-        size = int(header[48:58])
-        if name.startswith("data.tar"):
-            return tarfile.open(fileobj=io.BytesIO(deb[pos + 60:pos + 60 + size]))
-        pos += 60 + size + size % 2
-    raise ValueError("no data.tar member in the .deb")
 
 
 def load_novels(deb: bytes) -> dict:
@@ -125,7 +84,7 @@ def keep(paragraph: str) -> bool:
 
 
 def build(out_dir: Path) -> None:
-    novels = load_novels(fetch_deb())
+    novels = load_novels(fetch_deb(PACKAGE, VERSION, DEB_SHA256))
     train, heldout = [], []
     for name in NOVELS:
         paras = paragraphs(list(novels[name]))
@@ -142,8 +101,10 @@ def build(out_dir: Path) -> None:
     train = [p for p in train if p not in heldout_set]
     print(f"dropped {n_before - len(train)} train paragraphs that also occur in held-out")
 
+    parts = {"austen_train.txt": train, "austen_heldout.txt": heldout, **more.build()}
     sums = []
-    for name, paras in zip(OUTPUTS, (train, heldout), strict=True):
+    for name in OUTPUTS:
+        paras = parts[name]
         text = "".join(p + "\n" for p in paras)
         data = text.encode("utf-8")
         (out_dir / name).write_bytes(data)

@@ -29,7 +29,10 @@ SENTIMENT_COUNTS = {
 CORPUS_COUNTS = {
     "austen_train.txt": (9493, 672500),
     "austen_heldout.txt": (496, 44162),
+    "wordnet_examples.txt": (32923, 593082),
+    "novels_train.txt": (6993, 346706),
 }
+TRAINING_TEXT = ["austen_train.txt", "wordnet_examples.txt", "novels_train.txt"]
 
 
 def read_sums(folder: Path) -> dict:
@@ -122,6 +125,21 @@ def test_corpus_is_clean(corpus):
             assert "_" not in p, f"{name}: italics markup left in: {p[:60]!r}"
 
 
-def test_corpus_parts_are_disjoint(corpus):
-    shared = set(corpus["austen_train.txt"]) & set(corpus["austen_heldout.txt"])
-    assert not shared, f"{len(shared)} paragraphs are in both parts, e.g. {next(iter(shared))!r}"
+@pytest.mark.parametrize("name", TRAINING_TEXT)
+def test_corpus_parts_are_disjoint(corpus, name):
+    """No training file holds a held-out paragraph: every model is scored on Austen's held-out part."""
+    shared = set(map(key, corpus[name])) & set(map(key, corpus["austen_heldout.txt"]))
+    assert not shared, f"{len(shared)} paragraphs are in {name} and held out, e.g. {next(iter(shared))!r}"
+
+
+def test_no_cloze_sentence_in_the_training_text(corpus):
+    """The cloze set was written for the course: no filled-in sentence occurs in any training text."""
+    import re
+
+    def words(text):
+        return " " + " ".join(re.findall(r"[a-z']+", text.lower())) + " "
+
+    text = "".join(words(p) for name in TRAINING_TEXT for p in corpus[name])
+    items = read_jsonl(DATA / "cloze" / "cloze.jsonl")
+    found = [item["id"] for item in items if words(item["text"].replace("[MASK]", item["answer"])) in text]
+    assert not found, f"cloze sentences found verbatim in the training text: {found}"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from autograder.notebook import REPO
 
@@ -50,3 +51,20 @@ def test_sha256sums_match():
     for line in (FOLDER.parent / "SHA256SUMS").read_text().splitlines():
         digest, name = line.split("  ", 1)
         assert hashlib.sha256((FOLDER.parent / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_training_text_sources(tokenizer):
+    """``--text``: the sources' files in the order given, each paragraph closed by [SEP]; the
+    held-out rows are Austen's whatever the training text."""
+    from week6_pretraining.data import SOURCES, token_stream
+
+    austen = token_stream(tokenizer, "train")
+    wider = token_stream(tokenizer, "train", sources=("austen", "wordnet", "novels"))
+    assert torch.equal(wider[: len(austen)], austen)
+    paragraphs = sum(len((REPO / "data" / "corpus" / SOURCES[s]).read_text().splitlines()) for s in SOURCES)
+    assert int((wider == tokenizer.sep_token_id).sum()) == paragraphs
+    # The course tokenizer was trained on Austen; the new text must still be mostly whole words.
+    assert float((wider == tokenizer.unk_token_id).float().mean()) < 0.005
+    assert torch.equal(token_stream(tokenizer, "heldout", sources=("wordnet",)), token_stream(tokenizer, "heldout"))
+    with pytest.raises(ValueError, match="unknown text source"):
+        token_stream(tokenizer, "train", sources=("wikipedia",))

@@ -1,0 +1,88 @@
+"""What it takes to fill everyday blanks: pre-training recipes side by side on the cloze set.
+
+Each recipe trains one model from random weights with ``week6_pretraining.train`` for a
+fixed wall-clock budget (the schedule follows the clock, so every run warms up and decays
+fully), then scores it as the shipped cards do: held-out loss on Austen's held-out rows and
+top-1 / top-5 on ``data/cloze/cloze.jsonl`` for function words, content words and the
+everyday content-word part (ids 126 to 242). A masked LM reads both sides of the blank, a
+causal LM the words before it only (``next_token_cloze_predictions``).
+
+    .venv/bin/python benchmarks/pretraining_recipes.py RECIPE [RECIPE ...] [--minutes 35]
+
+A recipe is ``objective:size:text[:bf16]``, e.g. ``mlm:small:austen`` or
+``mlm:medium:austen+wordnet+novels:bf16`` (sizes: ``week6_pretraining.train.SIZES``; text
+sources: ``week6_pretraining.data.SOURCES``). Recipes run one after another on one thread
+each; start two processes to use two cores. Results are added to
+``benchmarks/results/pretraining_recipes.json``, keyed by recipe and budget.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from week6_pretraining.data import SOURCES
+from week6_pretraining.evaluate import cloze_accuracy, cloze_predictions, load_cloze, next_token_cloze_predictions
+from week6_pretraining.train import SIZES, heldout_batches, heldout_loss, train
+
+RESULTS = Path(__file__).resolve().parent / "results" / "pretraining_recipes.json"
+EVERYDAY_FROM = 126  # the everyday content-word sentences: cloze-126 to cloze-242
+
+
+def parse(recipe: str) -> dict:
+    parts = recipe.split(":")
+    if len(parts) not in (3, 4) or parts[0] not in ("mlm", "clm") or parts[1] not in SIZES \
+            or any(s not in SOURCES for s in parts[2].split("+")) or parts[3:] not in ([], ["bf16"]):
+        raise SystemExit(f"bad recipe {recipe!r}: write objective:size:text[:bf16], objective mlm or clm, "
+                         f"size one of {sorted(SIZES)}, text sources joined by + from {sorted(SOURCES)}")
+    return {"objective": parts[0], "size": parts[1], "text": tuple(parts[2].split("+")), "bf16": parts[3:] == ["bf16"]}
+
+
+def score(model, tokenizer, objective) -> dict:
+    items = load_cloze()
+    predict = cloze_predictions if objective == "mlm" else next_token_cloze_predictions
+    everyday = [item for item in items if int(item["id"].split("-")[1]) >= EVERYDAY_FROM]
+    with torch.no_grad():
+        overall = cloze_accuracy(model, tokenizer, items, predict=predict)
+        daily = cloze_accuracy(model, tokenizer, everyday, predict=predict)
+        loss = heldout_loss(model, heldout_batches(tokenizer, objective), objective)
+    pct = lambda x: round(100 * x, 1)  # noqa: E731
+    scores = {f"{kind}_top{k}": pct(overall["by_kind"][kind][f"top{k}"]) for kind in ("function", "content") for k in (1, 5)}
+    scores.update(everyday_top1=pct(daily["top1"]), everyday_top5=pct(daily["top5"]), heldout_loss=round(loss, 4))
+    return scores
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("recipes", nargs="+")
+    parser.add_argument("--minutes", type=float, default=35.0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    recipes = [(r, parse(r)) for r in args.recipes]
+    torch.set_num_threads(args.threads)
+    for name, recipe in recipes:
+        model, tokenizer, log = train(recipe["objective"], max_steps=10**7, minutes=args.minutes,
+                                      size=SIZES[recipe["size"]], text=recipe["text"], bf16=recipe["bf16"],
+                                      seed=args.seed, eval_every=500, progress=False)
+        model.float()
+        row = {"recipe": name, "minutes": args.minutes, "seed": args.seed, "parameters": log["parameters"],
+               "steps": log["steps"], "tokens_processed": log["tokens_processed"],
+               "tokens_predicted": log["tokens_predicted"], "train_stream_tokens": log["train_stream_tokens"],
+               "epochs": log["epochs"], "seconds": log["seconds"], "cpu_seconds": log["cpu_seconds"],
+               "threads": args.threads, "machine": platform.processor() or platform.machine(),
+               "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"), **score(model, tokenizer, recipe["objective"])}
+        print(json.dumps(row), flush=True)
+        # Several processes may add results at once: re-read just before writing.
+        results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+        results[f"{name}@{args.minutes:g}min"] = row
+        RESULTS.parent.mkdir(exist_ok=True)
+        RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
