@@ -413,25 +413,26 @@ def _read_log(folder: Path) -> dict | None:
     return None
 
 
-# The course's three pre-trained models: checkpoint folder, legend label, colour.
-PRETRAINED = {
-    "mlm": ("austen-bert-mlm", "BERT (masked LM)", BLUE),
-    "clm": ("austen-gpt-clm", "GPT (causal LM)", RED),
-    "span": ("austen-t5-span", "T5 (span corruption)", GREEN),
-}
+def _pretrained() -> dict:
+    """The course's three pre-trained models: objective -> (checkpoint folder, legend label, colour)."""
+    from week6_helpers.small_models import DEFAULT_FOLDER  # the folders' one home (it imports torch)
+
+    labels = {"mlm": ("BERT (masked LM)", BLUE), "clm": ("GPT (causal LM)", RED), "span": ("T5 (span corruption)", GREEN)}
+    return {objective: (DEFAULT_FOLDER[objective], *labels[objective]) for objective in labels}
 
 
 def pretraining_curves(checkpoints: Path = CHECKPOINTS):
     """Training loss of the course's Austen BERT, GPT and T5 per token processed and per token predicted."""
-    logs = {objective: _read_log(checkpoints / folder) for objective, (folder, _, _) in PRETRAINED.items()}
-    missing = [PRETRAINED[objective][0] for objective, log in logs.items() if log is None]
+    pretrained = _pretrained()
+    logs = {objective: _read_log(checkpoints / folder) for objective, (folder, _, _) in pretrained.items()}
+    missing = [pretrained[objective][0] for objective, log in logs.items() if log is None]
     if missing:
         print(f"  skipped pretraining_curves: no training log for {', '.join(missing)} under {checkpoints}")
         return None
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for objective, log in logs.items():
-        folder, label, color = PRETRAINED[objective]
+        folder, label, color = pretrained[objective]
         records = [r for r in log["records"] if r.get("train_loss") is not None and r.get("tokens_processed", 0) > 0]
         loss = [r["train_loss"] for r in records]
         axes[0].plot([r["tokens_processed"] for r in records], loss, color=color, label=f"{folder}: {label}", lw=1.2)
@@ -457,7 +458,7 @@ def pretraining_curves(checkpoints: Path = CHECKPOINTS):
             text += f", held-out loss {heldout:.2f} nats on the first 64 held-out rows"
         return text
 
-    described = ". ".join(f"{label}: {numbers(logs[objective])}" for objective, (_, label, _) in PRETRAINED.items())
+    described = ". ".join(f"{label}: {numbers(logs[objective])}" for objective, (_, label, _) in pretrained.items())
     (FIGURES / PRETRAINING_CAPTION).write_text(
         "Training loss of the course's three Austen models, read from their training logs in "
         f"`data/checkpoints/`. {described}. The three losses score different tasks, so compare how fast "
@@ -485,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", choices=sorted(FIGURES_TO_DRAW),
                         help="draw only this figure (repeatable)")
     parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS,
-                        help="folder with austen-bert-mlm/, austen-gpt-clm/ and austen-t5-span/ (default: data/checkpoints)")
+                        help="folder with the default checkpoint of each objective (default: data/checkpoints)")
     parser.add_argument("--out", type=Path, default=FIGURES, help="output folder (default: handouts/figures)")
     args = parser.parse_args(argv)
     FIGURES = args.out.resolve()

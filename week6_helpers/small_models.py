@@ -20,28 +20,46 @@ folder; the return types are the same.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from .assets import MissingAssetError, data_dir
 from .models import _from_pretrained
 
-MLM_CHECKPOINT = "austen-bert-mlm"
-CLM_CHECKPOINT = "austen-gpt-clm"
-SPAN_CHECKPOINT = "austen-t5-span"
-SPAN_TINY_CHECKPOINT = "austen-t5-span-tiny"  # the same recipe at half the width and depth
-# What restores a deleted or damaged checkpoint: git, or retraining (on a 2-core CPU
-# about 22 min for BERT and 36 min for GPT; the T5's time is in its card; run in the
-# repository root).
-REBUILD = {
-    MLM_CHECKPOINT: "git checkout -- data/checkpoints/austen-bert-mlm, or retrain it with "
-    "`python -m week6_pretraining.train --objective mlm`",
-    CLM_CHECKPOINT: "git checkout -- data/checkpoints/austen-gpt-clm, or retrain it with "
-    "`python -m week6_pretraining.train --objective clm`",
-    SPAN_CHECKPOINT: "git checkout -- data/checkpoints/austen-t5-span, or retrain it with "
-    "`python -m week6_pretraining.train --objective span`",
-    SPAN_TINY_CHECKPOINT: "git checkout -- data/checkpoints/austen-t5-span-tiny, or retrain it with "
-    "`python -m week6_pretraining.train --objective span --size tiny --out data/checkpoints/austen-t5-span-tiny`",
-}
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint the course ships under ``data/checkpoints/``: the one place that names it."""
+
+    folder: str
+    objective: str  # mlm, clm or span (week6_pretraining.train)
+    loader: str  # the call of this module that loads it
+    train_flags: str = ""  # what `python -m week6_pretraining.train --objective ...` needs besides
+
+    @property
+    def rebuild(self) -> str:
+        """What restores the folder when it is deleted or damaged (run in the repository root)."""
+        command = f"python -m week6_pretraining.train --objective {self.objective} {self.train_flags}".strip()
+        return f"git checkout -- data/checkpoints/{self.folder}, or retrain it with `{command}`"
+
+
+# The first checkpoint of each objective is the one `week6_pretraining.train` writes by default.
+# Retraining takes about 22 min for BERT and 36 min for GPT on a 2-core CPU; the T5s' times are
+# in their cards.
+CHECKPOINTS = (
+    Checkpoint("austen-bert-mlm", "mlm", "load_mlm()"),
+    Checkpoint("austen-gpt-clm", "clm", "load_small_gpt()"),
+    Checkpoint("austen-t5-span", "span", "load_small_t5()"),
+    # The same recipe at half the width and depth.
+    Checkpoint("austen-t5-span-tiny", "span", "load_small_t5(tiny=True)",
+               "--size tiny --out data/checkpoints/austen-t5-span-tiny"),
+)
+BY_FOLDER = {c.folder: c for c in CHECKPOINTS}
+DEFAULT_FOLDER = {}  # objective -> its default checkpoint's folder
+for _checkpoint in CHECKPOINTS:
+    DEFAULT_FOLDER.setdefault(_checkpoint.objective, _checkpoint.folder)
+MLM_CHECKPOINT, CLM_CHECKPOINT, SPAN_CHECKPOINT, SPAN_TINY_CHECKPOINT = (c.folder for c in CHECKPOINTS)
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 
 
@@ -52,7 +70,7 @@ def checkpoint_dir(checkpoint: str) -> Path:
     if missing:
         raise MissingAssetError(
             f"The course checkpoint {folder} is missing {', '.join(missing)}.",
-            REBUILD[checkpoint],
+            BY_FOLDER[checkpoint].rebuild,
         )
     return folder
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from week6_helpers.small_models import BY_FOLDER, DEFAULT_FOLDER
+
+# objective -> (its default checkpoint's folder, the card's subtitle)
 TITLES = {
-    "mlm": ("austen-bert-mlm", "a toy BERT (masked LM) pre-trained on Jane Austen"),
-    "clm": ("austen-gpt-clm", "a toy GPT-2 (causal LM) pre-trained on Jane Austen"),
-    "span": ("austen-t5-span", "a toy T5 (span corruption) pre-trained on Jane Austen"),
+    "mlm": (DEFAULT_FOLDER["mlm"], "a toy BERT (masked LM) pre-trained on Jane Austen"),
+    "clm": (DEFAULT_FOLDER["clm"], "a toy GPT-2 (causal LM) pre-trained on Jane Austen"),
+    "span": (DEFAULT_FOLDER["span"], "a toy T5 (span corruption) pre-trained on Jane Austen"),
 }
-# How week6_helpers.small_models loads each shipped folder.
-LOADERS = {"austen-bert-mlm": "load_mlm()", "austen-gpt-clm": "load_small_gpt()", "austen-t5-span": "load_small_t5()",
-           "austen-t5-span-tiny": "load_small_t5(tiny=True)"}
 OPTIMISERS = {
     "AdamW": "AdamW (beta 0.9/0.98, weight decay 0.01 except biases and LayerNorm), gradient clipping at 1.0",
     "Adafactor": ("Adafactor, T5's optimiser (each step scaled by the weight's root mean square, no momentum, "
@@ -161,7 +161,7 @@ next-token prediction, {objectives} training curves), not for any real task. {"I
 {others}, {"have" if plural else "has"} {"the same layer sizes" if is_default_size else "the default size (" + default_size + ")"} and {"were" if plural else "was"} trained on the same text for the same number of tokens
 with the other objective{"s" if plural else ""}.{larger}
 
-Load it offline with {f"`week6_helpers.small_models.{LOADERS[name]}`, or" if name in LOADERS else "transformers:"}
+Load it offline with {f"`week6_helpers.small_models.{BY_FOLDER[name].loader}`, or" if name in BY_FOLDER else "transformers:"}
 `{log['model']}.from_pretrained("data/checkpoints/{name}")`.
 
 ## Model

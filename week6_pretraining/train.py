@@ -34,12 +34,13 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from week6_helpers.small_models import DEFAULT_FOLDER
+
 from .data import CONTEXT, DATA, SOURCES, TOKENIZER_DIR, Batches, load_tokenizer, sentinel_ids, token_stream, windows, with_sentinels
 from .model import Size, build_model
 
 CHECKPOINTS = DATA / "checkpoints"
-DEFAULT_OUT = {"mlm": CHECKPOINTS / "austen-bert-mlm", "clm": CHECKPOINTS / "austen-gpt-clm",
-               "span": CHECKPOINTS / "austen-t5-span"}
+DEFAULT_OUT = {objective: CHECKPOINTS / folder for objective, folder in DEFAULT_FOLDER.items()}
 OBJECTIVES = tuple(DEFAULT_OUT)
 SIZES = {
     "small": Size(layers=4, hidden=128, heads=4, ffn=512),  # the shipped models
