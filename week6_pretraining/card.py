@@ -64,6 +64,30 @@ def _warmup_text(log: dict) -> str:
     return text
 
 
+def data_text(log: dict) -> str:
+    """The card's training text: Austen alone (logs from before ``--text`` say nothing), or the
+    files of each source in the order they were read."""
+    text = log.get("text") or ["austen"]
+    if text == ["austen"]:
+        return ("`data/corpus/austen_train.txt`: Jane Austen's six novels minus the last 5 % of each\n"
+                f"(9,493 paragraphs, 672,500 words, {log['train_stream_tokens']:,} tokens with one `[SEP]` after\n"
+                "each paragraph). ")
+    from .data import SOURCES
+
+    files = "".join(f"- `data/corpus/{SOURCES[name].file}`: {SOURCES[name].about}\n" for name in text)
+    return (f"The training text, read in this order ({log['train_stream_tokens']:,} tokens with one `[SEP]` "
+            f"after each paragraph; provenance and licences in `data/corpus/README.md`):\n\n{files}\n")
+
+
+def licence_text(log: dict) -> str:
+    if (log.get("text") or ["austen"]) == ["austen"]:
+        return ("The training text is in the public domain (Jane Austen, 1811-1817; packaging MIT, see\n"
+                "`data/corpus/README.md`).")
+    return ("The training text is in the public domain, except WordNet's examples (WordNet 3.0 licence:\n"
+            "\"WordNet 3.0 Copyright 2006 by Princeton University. All rights reserved.\"); see\n"
+            "`data/corpus/README.md`.")
+
+
 def reproduce_command(objective: str, log: dict, name: str | None = None) -> str:
     """The training command, rebuilt from the logged settings (the output path only where it is
     not the objective's default folder)."""
@@ -75,6 +99,10 @@ def reproduce_command(objective: str, log: dict, name: str | None = None) -> str
         flags += f" --size {size}"
     if name not in (None, TITLES[objective][0]):
         flags += f" --out data/checkpoints/{name}"
+    if log.get("text") not in (None, ["austen"]):
+        flags += " --text " + " ".join(log["text"])
+    if log.get("bf16_autocast") and log["device"] == "cpu":
+        flags += " --bf16"
     if log["device"] == "cpu":
         flags += f" --threads {log['torch_threads']}"
     if not log.get("context_warmup"):
@@ -179,9 +207,7 @@ Load it offline with {f"`week6_helpers.small_models.{BY_FOLDER[name].loader}`, o
 
 ## Data
 
-`data/corpus/austen_train.txt`: Jane Austen's six novels minus the last 5 % of each
-(9,493 paragraphs, 672,500 words, {log['train_stream_tokens']:,} tokens with one `[SEP]` after
-each paragraph). A row is `[CLS]` followed by consecutive tokens of that stream; each pass
+{data_text(log)}A row is `[CLS]` followed by consecutive tokens of that stream; each pass
 over the data shifts the row boundaries by a random offset and shuffles the rows. Evaluation
 uses `austen_heldout.txt` (the last 5 % of each novel, never trained on), in rows of 128.
 {"All three" if plural else "Both"} models read exactly the same rows in the same order.
@@ -234,8 +260,7 @@ hardware gives slightly different numbers. {gpu_note}
 
 ## Licence
 
-The training text is in the public domain (Jane Austen, 1811-1817; packaging MIT, see
-`data/corpus/README.md`). The weights, the tokenizer and the code that produced them are
+{licence_text(log)} The weights, the tokenizer and the code that produced them are
 released under the MIT licence of this repository.
 """
 

@@ -11,6 +11,7 @@ pre-training do in practice.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -57,13 +58,22 @@ def sentinel_ids(tokenizer, count: int = SENTINELS) -> list[int]:
     return ids
 
 
-# The training text, by source: the files of data/corpus each source adds to the
-# training stream (see data/corpus/README.md). Every model is evaluated on Austen's
-# held-out part whatever it trained on, so held-out losses stay comparable.
+@dataclass(frozen=True)
+class Source:
+    """One training text: its file in data/corpus and what it is (for model cards)."""
+
+    file: str
+    about: str
+
+
+# The training text, by source (see data/corpus/README.md). Every model is evaluated on
+# Austen's held-out part whatever it trained on, so held-out losses stay comparable.
 SOURCES = {
-    "austen": "austen_train.txt",  # Jane Austen's six novels, less the held-out 5 %
-    "wordnet": "wordnet_examples.txt",  # WordNet 3.0's usage examples, one synset per paragraph
-    "novels": "novels_train.txt",  # Great Expectations, The War of the Worlds, Twenty Thousand Leagues
+    "austen": Source("austen_train.txt", "Jane Austen's six novels minus the last 5 % of each (public domain)"),
+    "wordnet": Source("wordnet_examples.txt", "WordNet 3.0's usage examples, one synset with its words and "
+                      "definition per paragraph (WordNet 3.0 licence)"),
+    "novels": Source("novels_train.txt", "Great Expectations, The War of the Worlds and Twenty Thousand Leagues "
+                     "under the Sea (public domain)"),
 }
 HELDOUT = "austen_heldout.txt"
 
@@ -78,7 +88,7 @@ def token_stream(tokenizer, part: str = "train", corpus: Path = CORPUS, sources:
         unknown = [s for s in sources if s not in SOURCES]
         if unknown or not sources:
             raise ValueError(f"unknown text source(s) {unknown or sources}; choose from {', '.join(SOURCES)}")
-        files = [SOURCES[s] for s in sources]
+        files = [SOURCES[s].file for s in sources]
     else:
         raise ValueError(f"part must be 'train' or 'heldout', got {part!r}")
     lines = [line for name in files for line in (corpus / name).read_text(encoding="utf-8").splitlines()]

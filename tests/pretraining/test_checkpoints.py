@@ -198,3 +198,28 @@ def test_cloze_accuracy_of_one_kind_only(mlm):
     everyday = [item for item in load_cloze() if item["kind"] != "function"][:10]
     result = cloze_accuracy(model, tokenizer, everyday)
     assert set(result["by_kind"]) == {"content"} and result["by_kind"]["content"]["items"] == 10
+
+
+def test_shipped_folders_are_the_table_of_checkpoints():
+    """``week6_helpers.small_models.CHECKPOINTS`` names every shipped folder, and only those."""
+    from week6_helpers.small_models import CHECKPOINTS as TABLE
+
+    shipped = sorted(p.name for p in CHECKPOINTS.iterdir() if (p / "config.json").is_file())
+    assert sorted(c.folder for c in TABLE) == shipped == sorted(FOLDERS)
+
+
+def test_card_of_a_model_trained_on_more_text():
+    """A card names every training file and its licence, and its command reproduces ``--text``
+    and ``--bf16``; a card of Austen alone stays as it was."""
+    from week6_pretraining.card import render, reproduce_command
+
+    folder = CHECKPOINTS / "austen-bert-mlm"
+    log = json.loads((folder / "train_log.json").read_text())
+    metrics = json.loads((folder / "eval_results.json").read_text())
+    assert render("mlm", log, metrics, 1, ["x"]) == render("mlm", {**log, "text": ["austen"]}, metrics, 1, ["x"])
+    wider = {**log, "text": ["austen", "wordnet", "novels"], "bf16_autocast": True}
+    card = render("mlm", wider, metrics, 1, ["x"])
+    for name in ("austen_train.txt", "wordnet_examples.txt", "novels_train.txt", "WordNet 3.0 Copyright 2006"):
+        assert name in card, name
+    assert "--text austen wordnet novels --bf16" in reproduce_command("mlm", wider)
+    assert "--text" not in reproduce_command("mlm", log)

@@ -61,7 +61,7 @@ def test_training_text_sources(tokenizer):
     austen = token_stream(tokenizer, "train")
     wider = token_stream(tokenizer, "train", sources=("austen", "wordnet", "novels"))
     assert torch.equal(wider[: len(austen)], austen)
-    paragraphs = sum(len((REPO / "data" / "corpus" / SOURCES[s]).read_text().splitlines()) for s in SOURCES)
+    paragraphs = sum(len((REPO / "data" / "corpus" / SOURCES[s].file).read_text().splitlines()) for s in SOURCES)
     assert int((wider == tokenizer.sep_token_id).sum()) == paragraphs
     # The course tokenizer was trained on Austen; the new text must still be mostly whole words.
     assert float((wider == tokenizer.unk_token_id).float().mean()) < 0.005
