@@ -34,7 +34,7 @@ OBJECTIVES = ("mlm", "clm", "span")
 
 
 def step_seconds(objective, size, bf16, steps, tokenizer):
-    """Median seconds of ``steps`` training steps after two warm-up steps."""
+    """Seconds of each of ``steps`` training steps, after two warm-up steps (main takes the median)."""
     torch.manual_seed(0)
     tok = with_sentinels(tokenizer) if objective == "span" else tokenizer
     model = build_model(objective, tok, SIZES[size]).train()

@@ -18,7 +18,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from .data import CORPUS, TOKENIZER_DIR as DEFAULT_OUT
+from .data import CORPUS, SOURCES, TOKENIZER_DIR as DEFAULT_OUT
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0..4, in this order
 VOCAB_SIZE = 8000
 
@@ -33,7 +33,7 @@ def continuation_alphabet(train_file: Path, normalizer, pre_tokenizer) -> list[s
     return ["##" + c for c in sorted(chars)]
 
 
-def train_tokenizer(train_file: Path = CORPUS / "austen_train.txt", vocab_size: int = VOCAB_SIZE):
+def train_tokenizer(train_file: Path = CORPUS / SOURCES["austen"].file, vocab_size: int = VOCAB_SIZE):
     """A ``tokenizers.Tokenizer`` with BERT's pipeline, trained on ``train_file``."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
