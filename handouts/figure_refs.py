@@ -31,7 +31,7 @@ def expand_optional_figures(markdown: str) -> str:
             caption = caption_file.read_text().strip() if caption_file.is_file() else alt
             caption = " ".join(caption.split()).replace('"', "'")
             return f'![{alt}]({relative} "{caption}")'
-        return ("> **Figure not available.** The figure of the two Austen models' pre-training curves is drawn "
+        return ("> **Figure not available.** The figure of the course models' pre-training curves is drawn "
                 "from their training logs in `data/checkpoints/` by `python handouts/figures.py`; this copy of "
                 "the repository does not contain those logs yet. Exercise 1 (section 3) draws the same curves "
                 "in the notebook.")

@@ -10,7 +10,7 @@ nothing is trained), with the course's reference implementations where one
 exists (``autograder.reference``): the handout build is instructor-side. The
 script takes a few seconds on one CPU core.
 
-The pre-training curves need the training logs of the course's Austen models
+The pre-training curves need the training logs of the course's own models
 (``data/checkpoints/austen-{bert-mlm,gpt-clm,t5-span}/train_log.json``, or their ``train_log.csv``).
 Where they are absent that figure is skipped and any earlier copy is left alone;
 the handout build then shows a note instead of the figure.
@@ -108,8 +108,8 @@ def pipeline():
     ax.text(0.1, 0.35,
             "encoder  all-MiniLM-L6-v2 (a 6-layer BERT) stands in for BERT-base\n"
             "decoder  SmolLM2-135M-Instruct stands in for GPT-2\n"
-            "MLM head  the course's Austen BERT (pre-trained here, toy scale)\n"
-            "T5  no weights: you build its training data; the decoder summarises",
+            "MLM head  the course's own BERT (pre-trained here, toy scale)\n"
+            "T5  the course's own T5 (pre-trained here); the decoder summarises",
             fontsize=8.5, family="monospace", va="bottom")
     ax.set_title("Learn language once, adapt it many times", loc="left", weight="bold")
     return _save(fig, "pipeline")
@@ -422,7 +422,7 @@ def _pretrained() -> dict:
 
 
 def pretraining_curves(checkpoints: Path = CHECKPOINTS):
-    """Training loss of the course's Austen BERT, GPT and T5 per token processed and per token predicted."""
+    """Training loss of the course's own BERT, GPT and T5 per token processed and per token predicted."""
     pretrained = _pretrained()
     logs = {objective: _read_log(checkpoints / folder) for objective, (folder, _, _) in pretrained.items()}
     missing = [pretrained[objective][0] for objective, log in logs.items() if log is None]
@@ -460,7 +460,7 @@ def pretraining_curves(checkpoints: Path = CHECKPOINTS):
 
     described = ". ".join(f"{label}: {numbers(logs[objective])}" for objective, (_, label, _) in pretrained.items())
     (FIGURES / PRETRAINING_CAPTION).write_text(
-        "Training loss of the course's three Austen models, read from their training logs in "
+        "Training loss of the course's three small models, read from their training logs in "
         f"`data/checkpoints/`. {described}. The three losses score different tasks, so compare how fast "
         "each curve falls, not which one is lower.\n")
     return path

@@ -1,8 +1,10 @@
-"""Loaders for the course's own toy pre-trained models (trained on Jane Austen).
+"""Loaders for the course's own toy pre-trained models.
 
 No checkpoint with a working masked-LM head, and no T5, can be installed offline, so
-the course pre-trains three small models itself and ships them under
-``data/checkpoints/`` (see each folder's README.md for the numbers):
+the course pre-trains three small models itself, on Jane Austen's novels, WordNet's usage
+examples and three more public-domain novels, and ships them under ``data/checkpoints/``
+(see each folder's README.md for the numbers; the folder names keep the prefix of the first,
+Austen-only release):
 
 * ``austen-bert-mlm``: a 4-layer ``BertForMaskedLM`` trained to fill in [MASK];
 * ``austen-gpt-clm``:  a 4-layer ``GPT2LMHeadModel`` of the same size, trained
@@ -12,7 +14,7 @@ the course pre-trains three small models itself and ships them under
 * ``austen-t5-span-tiny``: the same T5 recipe with 2 + 2 layers of half the width,
   the course's counterpart of comparing T5-small with T5-base.
 
-All use the same 8,000-piece WordPiece tokenizer, trained on the same text (the T5's
+All use the same 8,000-piece WordPiece tokenizer, trained on Austen's text (the T5's
 copy adds the 100 sentinels ``<extra_id_0>`` ... ``<extra_id_99>`` at its end).
 ``name`` loads a hub model instead (for example ``"bert-base-uncased"`` or
 ``"gpt2"`` on a machine that is online, with ``HF_HUB_OFFLINE=0``) or any local
@@ -44,16 +46,18 @@ class Checkpoint:
         return f"git checkout -- data/checkpoints/{self.folder}, or retrain it with `{command}`"
 
 
+# The shipped recipe: the same rows of the same text, for the same number of steps, for every
+# model; bf16 autocast where it pays on a CPU (the GPT's and the T5's steps, not the BERT's:
+# benchmarks/pretraining_speed.py). The cards give each run's time and hardware.
+RECIPE = "--max-steps 10000 --text austen wordnet novels --threads 1"
 # The first checkpoint of each objective is the one `week6_pretraining.train` writes by default.
-# Retraining takes about 22 min for BERT and 36 min for GPT on a 2-core CPU; the T5s' times are
-# in their cards.
 CHECKPOINTS = (
-    Checkpoint("austen-bert-mlm", "mlm", "load_mlm()"),
-    Checkpoint("austen-gpt-clm", "clm", "load_small_gpt()"),
-    Checkpoint("austen-t5-span", "span", "load_small_t5()"),
+    Checkpoint("austen-bert-mlm", "mlm", "load_mlm()", RECIPE),
+    Checkpoint("austen-gpt-clm", "clm", "load_small_gpt()", f"{RECIPE} --bf16"),
+    Checkpoint("austen-t5-span", "span", "load_small_t5()", f"{RECIPE} --bf16"),
     # The same recipe at half the width and depth.
     Checkpoint("austen-t5-span-tiny", "span", "load_small_t5(tiny=True)",
-               "--size tiny --out data/checkpoints/austen-t5-span-tiny"),
+               f"{RECIPE} --size tiny --out data/checkpoints/austen-t5-span-tiny"),
 )
 BY_FOLDER = {c.folder: c for c in CHECKPOINTS}
 DEFAULT_FOLDER = {}  # objective -> its default checkpoint's folder
@@ -78,7 +82,7 @@ def checkpoint_dir(checkpoint: str) -> Path:
 def load_mlm(name: str | None = None):
     """Return ``(tokenizer, BertForMaskedLM)`` in eval mode on the CPU.
 
-    Without ``name``: the course's Austen BERT. ``tokenizer.mask_token`` is
+    Without ``name``: the course's own BERT. ``tokenizer.mask_token`` is
     ``"[MASK]"``, so ``tokenizer("The [MASK] sat on the mat.")`` marks the blank.
     """
     from transformers import AutoTokenizer, BertForMaskedLM
@@ -92,7 +96,7 @@ def load_mlm(name: str | None = None):
 def load_small_gpt(name: str | None = None):
     """Return ``(tokenizer, GPT2LMHeadModel)`` in eval mode on the CPU.
 
-    Without ``name``: the course's Austen GPT. Its texts start with ``[CLS]``
+    Without ``name``: the course's own GPT. Its texts start with ``[CLS]``
     (which it reads as beginning-of-text) and it ends a paragraph with ``[SEP]``;
     ``tokenizer(text)`` adds both, so drop the final ``[SEP]`` before asking it
     for a next token.
@@ -110,7 +114,7 @@ def load_small_gpt(name: str | None = None):
 def load_small_t5(name: str | None = None, *, tiny: bool = False):
     """Return ``(tokenizer, T5ForConditionalGeneration)`` in eval mode on the CPU.
 
-    Without ``name``: the course's Austen T5 (``tiny=True``: its smaller sibling). Its
+    Without ``name``: the course's own T5 (``tiny=True``: its smaller sibling). Its
     tokenizer knows T5's sentinels ``<extra_id_0>`` ... ``<extra_id_99>``; the model reads
     a text with spans replaced by sentinels (no [CLS] or [SEP]: encode with
     ``add_special_tokens=False``) and writes each dropped span after its sentinel. The decoder starts from the padding

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from week6_helpers.small_models import BY_FOLDER, DEFAULT_FOLDER
 
-# objective -> (its default checkpoint's folder, the card's subtitle)
+# objective -> (its default checkpoint's folder, what the card's subtitle calls the model)
 TITLES = {
-    "mlm": (DEFAULT_FOLDER["mlm"], "a toy BERT (masked LM) pre-trained on Jane Austen"),
-    "clm": (DEFAULT_FOLDER["clm"], "a toy GPT-2 (causal LM) pre-trained on Jane Austen"),
-    "span": (DEFAULT_FOLDER["span"], "a toy T5 (span corruption) pre-trained on Jane Austen"),
+    "mlm": (DEFAULT_FOLDER["mlm"], "a toy BERT (masked LM)"),
+    "clm": (DEFAULT_FOLDER["clm"], "a toy GPT-2 (causal LM)"),
+    "span": (DEFAULT_FOLDER["span"], "a toy T5 (span corruption)"),
 }
 OPTIMISERS = {
     "AdamW": "AdamW (beta 0.9/0.98, weight decay 0.01 except biases and LayerNorm), gradient clipping at 1.0",
@@ -77,6 +77,15 @@ def data_text(log: dict) -> str:
     files = "".join(f"- `data/corpus/{SOURCES[name].file}`: {SOURCES[name].about}\n" for name in text)
     return (f"The training text, read in this order ({log['train_stream_tokens']:,} tokens with one `[SEP]` "
             f"after each paragraph; provenance and licences in `data/corpus/README.md`):\n\n{files}\n")
+
+
+def text_title(log: dict) -> str:
+    """The training text as the card's title names it: "Jane Austen", "Jane Austen and ...",
+    "Jane Austen, WordNet's examples and ..." (the folder names keep the Austen prefix)."""
+    from .data import SOURCES
+
+    names = [SOURCES[name].short for name in (log.get("text") or ["austen"])]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def licence_text(log: dict) -> str:
@@ -179,9 +188,9 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
         "On a CUDA GPU the same command runs with bf16 autocast (`--device auto` picks it). No GPU run "
         "was measured, so no speed-up figure is given here. What a GPU would change is the scale that fits "
         "the budget: a wider and deeper model (e.g. 6-12 layers, hidden 512-768), larger batches and many "
-        "more passes over the text; with only 0.85 M training tokens, more passes soon over-fit, so the "
-        "real gain would come from a larger corpus.")
-    return f"""# {name}: {title}
+        f"more passes over the text; with only {log['train_stream_tokens'] / 1e6:.2f} M training tokens, more "
+        "passes soon over-fit, so the real gain would come from a larger corpus.")
+    return f"""# {name}: {title} pre-trained on {text_title(log)}
 
 A teaching model for Week 6 of the course. It exists because no checkpoint with a
 {"T5 encoder-decoder" if objective == "span" else "masked-LM head"} can be installed offline; it is meant for the notebooks' demos (fill-in-the-blank,

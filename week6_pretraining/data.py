@@ -63,17 +63,19 @@ class Source:
     """One training text: its file in data/corpus and what it is (for model cards)."""
 
     file: str
-    about: str
+    about: str  # a line of the card's data section
+    short: str  # how a card's title names it
 
 
 # The training text, by source (see data/corpus/README.md). Every model is evaluated on
 # Austen's held-out part whatever it trained on, so held-out losses stay comparable.
 SOURCES = {
-    "austen": Source("austen_train.txt", "Jane Austen's six novels minus the last 5 % of each (public domain)"),
+    "austen": Source("austen_train.txt", "Jane Austen's six novels minus the last 5 % of each (public domain)",
+                     "Jane Austen"),
     "wordnet": Source("wordnet_examples.txt", "WordNet 3.0's usage examples, one synset with its words and "
-                      "definition per paragraph (WordNet 3.0 licence)"),
+                      "definition per paragraph (WordNet 3.0 licence)", "WordNet's examples"),
     "novels": Source("novels_train.txt", "Great Expectations, The War of the Worlds and Twenty Thousand Leagues "
-                     "under the Sea (public domain)"),
+                     "under the Sea (public domain)", "three more novels"),
 }
 HELDOUT = "austen_heldout.txt"
 

@@ -276,13 +276,13 @@ regular audits.""",
     },
     "exercise1_masked_predictions": {
         "ex1_prediction_quality": """\
-(a) The predictions are only good when grammar decides the word. The mat sentence gets nouns (door,
-ladies, room, ...) but no "cat", the "began to" sentence gets verbs but never "read", and for the
-France sentence the top guesses are words like "not" and "over": no world knowledge at all. On the
-cloze set it gets 30 % top-1 and 52 % top-5 overall, but function words are much better (55 % top-1)
-than nouns (8 %), verbs (25 %) and adjectives (0 %).
+(a) The predictions are only good when grammar decides the word. The mat sentence gets nouns (child,
+sun, door, ...) but no "cat", the "began to" sentence gets verbs but never "read", and for the
+France sentence the top guesses are things like "not" and "wrong": no world knowledge at all. On the
+cloze set it gets 19 % top-1 and 39 % top-5 overall, but function words are much better (57 % top-1)
+than nouns (11 %), verbs (6 %) and adjectives (0 %).
 
-(b) Its top 5 for the Pride and Prejudice line were "well", "good", "feeling", "love" and "indeed",
+(b) Its top 5 for the Pride and Prejudice line were "life", "true", "good", "and" and "but",
 so no "acknowledged", even though it read that line during training. Even a right answer would only
 be remembering a sentence it was trained on, not understanding it; only new sentences like the cloze
 set can test that.

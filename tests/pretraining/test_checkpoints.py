@@ -104,14 +104,14 @@ def top5(mlm, sentence: str) -> list[str]:
     return tokenizer.convert_ids_to_tokens(logits[position].topk(5).indices)
 
 
-# Sentences written for these tests (not in the novels, not in the cloze set) whose answer
-# the shipped model ranks in its top 5 with a clear margin to the 6th entry, so that other
+# Sentences written for these tests (not in the training text, not in the cloze set) whose
+# answer the shipped model ranks in its top 5 with a clear margin to the 6th entry, so that other
 # CPUs' rounding cannot change the outcome. The weights are fixed, so the result is too.
 EXPECTED = [
-    ("I am very much obliged [MASK] you for your kindness.", "to"),  # a fixed phrase
-    ("She had a great [MASK] of respect for him.", "deal"),  # "a great deal of"
-    ("It was a fine [MASK], and they walked to the village.", "day"),  # a noun from the scene
-    ("She was [MASK] to see him again after so many years.", "glad"),  # needs the right side
+    ("I am very much obliged [MASK] you for your kindness.", "to"),  # log-prob -0.10; 6th entry -6.13
+    ("She had a great [MASK] of respect for him.", "deal"),  # "a great deal of": -0.84; 6th -5.03
+    ("It was a fine [MASK], and they walked to the village.", "day"),  # a noun from the scene: -3.56; 6th -4.02
+    ("She was very [MASK] to see him again after so many years.", "glad"),  # needs the right side: -1.22; 6th -3.89
 ]
 
 
@@ -223,3 +223,28 @@ def test_card_of_a_model_trained_on_more_text():
         assert name in card, name
     assert "--text austen wordnet novels --bf16" in reproduce_command("mlm", wider)
     assert "--text" not in reproduce_command("mlm", log)
+
+
+def _flags(command: str) -> dict[str, tuple[str, ...]]:
+    """``--flag value ...`` pairs of a command line, in any order."""
+    flags, name = {}, None
+    for word in command.split():
+        if word.startswith("--"):
+            name = word
+            flags[name] = ()
+        elif name is not None:
+            flags[name] += (word,)
+    return flags
+
+
+def test_rebuild_hint_is_the_recipe_of_the_shipped_weights():
+    """What a missing checkpoint's error tells a user to run is the run the card records: every
+    flag of the table's recipe has the value the training log shows."""
+    from week6_helpers.small_models import CHECKPOINTS as TABLE
+    from week6_pretraining.card import reproduce_command
+
+    for checkpoint in TABLE:
+        log = json.loads((CHECKPOINTS / checkpoint.folder / "train_log.json").read_text())
+        recorded = _flags(reproduce_command(checkpoint.objective, log, checkpoint.folder))
+        hinted = _flags(checkpoint.rebuild.split("`")[1])
+        assert hinted.items() <= recorded.items(), (checkpoint.folder, hinted, recorded)
