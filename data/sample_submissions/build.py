@@ -293,11 +293,11 @@ many times. It could still fail on sentence 4 because it just predicts what is f
 training text (maybe another city that often appears with France), and it knows nothing newer than
 its training data.""",
         "ex1_mlm_vs_clm_signal": """\
-Both processed 10,240,000 tokens. GPT predicted 9,996,000 (about 98 %: every next token, except the
-last one of each row), BERT only 1,482,112 (about 14.5 %, because only 15 % of the real tokens get
-picked for masking and [CLS] / [SEP] never do), so about 6.7 times fewer. On the left plot the two
-curves are close and BERT ends a bit lower (3.49 vs 3.55). On the right plot BERT's curve moves far
-to the left: after the same number of predictions BERT is at 3.44 and GPT still at 4.61. So one BERT
+Both processed 20,480,000 tokens. GPT predicted 19,992,000 (about 98 %: every next token, except the
+last one of each row), BERT only 2,937,010 (about 14.3 %, because only 15 % of the real tokens get
+picked for masking and [CLS] / [SEP] never do), so about 6.8 times fewer. On the left plot the two
+curves are close and BERT ends lower (3.07 vs 3.55). On the right plot BERT's curve moves far
+to the left: after the same number of predictions BERT is at 3.07 and GPT still at 4.68. So one BERT
 prediction is worth at least as much as a GPT one; BERT is slower per token read because it pays for
 the full forward/backward pass of every token and learns from only about 1 in 7. In exchange it sees
 both sides of every position, which is what classification fine-tuning needs.""",

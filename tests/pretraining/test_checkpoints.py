@@ -209,20 +209,23 @@ def test_shipped_folders_are_the_table_of_checkpoints():
 
 
 def test_card_of_a_model_trained_on_more_text():
-    """A card names every training file and its licence, and its command reproduces ``--text``
-    and ``--bf16``; a card of Austen alone stays as it was."""
+    """A card names every training file and its licence, its title names the texts, and its
+    command reproduces ``--text`` and ``--bf16``; a log from before ``--text`` reads as Austen alone."""
     from week6_pretraining.card import render, reproduce_command
 
     folder = CHECKPOINTS / "austen-bert-mlm"
     log = json.loads((folder / "train_log.json").read_text())
     metrics = json.loads((folder / "eval_results.json").read_text())
-    assert render("mlm", log, metrics, 1, ["x"]) == render("mlm", {**log, "text": ["austen"]}, metrics, 1, ["x"])
-    wider = {**log, "text": ["austen", "wordnet", "novels"], "bf16_autocast": True}
-    card = render("mlm", wider, metrics, 1, ["x"])
-    for name in ("austen_train.txt", "wordnet_examples.txt", "novels_train.txt", "WordNet 3.0 Copyright 2006"):
+    assert log["text"] == ["austen", "wordnet", "novels"]
+    card = render("mlm", log, metrics, 1, ["x"])
+    for name in ("austen_train.txt", "wordnet_examples.txt", "novels_train.txt", "WordNet 3.0 Copyright 2006",
+                 "pre-trained on Jane Austen, WordNet's examples and three more novels"):
         assert name in card, name
-    assert "--text austen wordnet novels --bf16" in reproduce_command("mlm", wider)
-    assert "--text" not in reproduce_command("mlm", log)
+    assert "--text austen wordnet novels --bf16" in reproduce_command("mlm", {**log, "bf16_autocast": True})
+    austen = {key: value for key, value in log.items() if key != "text"}
+    assert render("mlm", austen, metrics, 1, ["x"]) == render("mlm", {**austen, "text": ["austen"]}, metrics, 1, ["x"])
+    assert "pre-trained on Jane Austen\n" in render("mlm", austen, metrics, 1, ["x"])
+    assert "--text" not in reproduce_command("mlm", austen)
 
 
 def _flags(command: str) -> dict[str, tuple[str, ...]]:
