@@ -166,8 +166,8 @@ def t5_top5(t5, sentence: str) -> list[str]:
 # Written for these tests, as EXPECTED; checked against the shipped small T5 with a clear
 # margin to its 6th entry.
 T5_EXPECTED = [
-    ("I am very much obliged [MASK] you for your kindness.", "to"),  # log-prob -0.27; 6th entry -4.88
-    ("She had a great [MASK] of respect for him.", "deal"),  # -1.55; 6th entry -4.75
+    ("I am very much obliged [MASK] you for your kindness.", "to"),  # log-prob -0.18; 6th entry -5.28
+    ("She had a great [MASK] of respect for him.", "deal"),  # -1.29; 6th entry -4.55
 ]
 
 
