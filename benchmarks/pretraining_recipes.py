@@ -8,12 +8,16 @@ everyday content-word part (ids 126 to 242). A masked LM reads both sides of the
 causal LM the words before it only (``next_token_cloze_predictions``).
 
     .venv/bin/python benchmarks/pretraining_recipes.py RECIPE [RECIPE ...] [--minutes 35]
+    .venv/bin/python benchmarks/pretraining_recipes.py --checkpoint FOLDER [FOLDER ...]
 
-A recipe is ``objective:size:text[:bf16]``, e.g. ``mlm:small:austen`` or
-``mlm:medium:austen+wordnet+novels:bf16`` (sizes: ``week6_pretraining.train.SIZES``; text
-sources: ``week6_pretraining.data.SOURCES``). Recipes run one after another on one thread
-each; start two processes to use two cores. Results are added to
-``benchmarks/results/pretraining_recipes.json``, keyed by recipe and budget.
+A recipe is ``objective:size:text[:flag...]``, e.g. ``mlm:small:austen`` or
+``mlm:medium:austen+wordnet+novels:bf16:wwm`` (sizes: ``week6_pretraining.train.SIZES``; text
+sources: ``week6_pretraining.data.SOURCES``; flags: ``bf16`` for bfloat16 autocast, ``wwm``
+for whole-word masking). Recipes run one after another on one thread each; start two
+processes to use two cores. ``--checkpoint`` scores models trained already (by
+``week6_pretraining.train``, whose log gives the recipe) with the same measures, so a
+fixed-step run such as a shipped model sits in the same table. Results are added to
+``benchmarks/results/pretraining_recipes.json``, keyed by recipe and budget, or by folder.
 """
 from __future__ import annotations
 
@@ -33,13 +37,53 @@ RESULTS = Path(__file__).resolve().parent / "results" / "pretraining_recipes.jso
 EVERYDAY_FROM = 126  # the everyday content-word sentences: cloze-126 to cloze-242
 
 
+FLAGS = ("bf16", "wwm")
+
+
 def parse(recipe: str) -> dict:
     parts = recipe.split(":")
-    if len(parts) not in (3, 4) or parts[0] not in ("mlm", "clm") or parts[1] not in SIZES \
-            or any(s not in SOURCES for s in parts[2].split("+")) or parts[3:] not in ([], ["bf16"]):
-        raise SystemExit(f"bad recipe {recipe!r}: write objective:size:text[:bf16], objective mlm or clm, "
-                         f"size one of {sorted(SIZES)}, text sources joined by + from {sorted(SOURCES)}")
-    return {"objective": parts[0], "size": parts[1], "text": tuple(parts[2].split("+")), "bf16": parts[3:] == ["bf16"]}
+    flags = parts[3:]
+    if len(parts) < 3 or parts[0] not in ("mlm", "clm") or parts[1] not in SIZES \
+            or any(s not in SOURCES for s in parts[2].split("+")) or any(f not in FLAGS for f in flags) \
+            or len(set(flags)) != len(flags) or ("wwm" in flags and parts[0] != "mlm"):
+        raise SystemExit(f"bad recipe {recipe!r}: write objective:size:text[:flag...], objective mlm or clm, "
+                         f"size one of {sorted(SIZES)}, text sources joined by + from {sorted(SOURCES)}, "
+                         f"flags from {FLAGS} (wwm for mlm only)")
+    return {"objective": parts[0], "size": parts[1], "text": tuple(parts[2].split("+")),
+            "bf16": "bf16" in flags, "whole_word": "wwm" in flags}
+
+
+def run_row(log: dict, threads: int) -> dict:
+    """What a training log says about the run, for the results table."""
+    return {"parameters": log["parameters"], "steps": log["steps"], "tokens_processed": log["tokens_processed"],
+            "tokens_predicted": log["tokens_predicted"], "train_stream_tokens": log["train_stream_tokens"],
+            "epochs": log["epochs"], "seconds": log["seconds"], "cpu_seconds": log["cpu_seconds"],
+            "threads": threads, "machine": platform.processor() or platform.machine(), "torch": torch.__version__}
+
+
+def save_row(key: str, row: dict) -> None:
+    print(json.dumps(row), flush=True)
+    # Several processes may add results at once: re-read just before writing.
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    results[key] = row
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+
+
+def score_checkpoint(folder: Path) -> None:
+    """Score a trained folder (weights + ``train_log.json``) as the recipes are scored."""
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+    log = json.loads((folder / "train_log.json").read_text())
+    objective = log["objective"]
+    if objective not in ("mlm", "clm"):
+        raise SystemExit(f"{folder}: objective {objective!r}; the cloze recipes score mlm and clm models")
+    loader = AutoModelForMaskedLM if objective == "mlm" else AutoModelForCausalLM
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    model = loader.from_pretrained(folder, local_files_only=True).eval()
+    row = {"checkpoint": folder.name, "command": log.get("command"), **run_row(log, log.get("torch_threads")),
+           "date": time.strftime("%Y-%m-%d"), **score(model, tokenizer, objective)}
+    save_row(f"checkpoint:{folder.name}@{log['steps']}steps", row)
 
 
 def score(model, tokenizer, objective) -> dict:
@@ -58,30 +102,27 @@ def score(model, tokenizer, objective) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("recipes", nargs="+")
+    parser.add_argument("recipes", nargs="*")
+    parser.add_argument("--checkpoint", type=Path, nargs="+", default=[], help="score trained folders instead")
     parser.add_argument("--minutes", type=float, default=35.0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if bool(args.recipes) == bool(args.checkpoint):
+        parser.error("give recipes to train, or --checkpoint folders to score (not both)")
     recipes = [(r, parse(r)) for r in args.recipes]
     torch.set_num_threads(args.threads)
+    for folder in args.checkpoint:
+        score_checkpoint(folder)
     for name, recipe in recipes:
         model, tokenizer, log = train(recipe["objective"], max_steps=10**7, minutes=args.minutes,
                                       size=SIZES[recipe["size"]], text=recipe["text"], bf16=recipe["bf16"],
+                                      whole_word=recipe["whole_word"],
                                       seed=args.seed, eval_every=500, progress=False)
         model.float()
-        row = {"recipe": name, "minutes": args.minutes, "seed": args.seed, "parameters": log["parameters"],
-               "steps": log["steps"], "tokens_processed": log["tokens_processed"],
-               "tokens_predicted": log["tokens_predicted"], "train_stream_tokens": log["train_stream_tokens"],
-               "epochs": log["epochs"], "seconds": log["seconds"], "cpu_seconds": log["cpu_seconds"],
-               "threads": args.threads, "machine": platform.processor() or platform.machine(),
-               "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"), **score(model, tokenizer, recipe["objective"])}
-        print(json.dumps(row), flush=True)
-        # Several processes may add results at once: re-read just before writing.
-        results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-        results[f"{name}@{args.minutes:g}min"] = row
-        RESULTS.parent.mkdir(exist_ok=True)
-        RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+        row = {"recipe": name, "minutes": args.minutes, "seed": args.seed, **run_row(log, args.threads),
+               "date": time.strftime("%Y-%m-%d"), **score(model, tokenizer, recipe["objective"])}
+        save_row(f"{name}@{args.minutes:g}min", row)
 
 
 if __name__ == "__main__":

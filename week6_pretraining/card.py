@@ -110,6 +110,10 @@ def reproduce_command(objective: str, log: dict, name: str | None = None) -> str
         flags += f" --out data/checkpoints/{name}"
     if log.get("text") not in (None, ["austen"]):
         flags += " --text " + " ".join(log["text"])
+    if log.get("tokenizer"):
+        flags += f" --tokenizer {log['tokenizer']}"
+    if log.get("whole_word_masking"):
+        flags += " --whole-word-masking"
     if log.get("bf16_autocast") and log["device"] == "cpu":
         flags += " --bf16"
     if log["device"] == "cpu":
@@ -158,7 +162,16 @@ def render(objective: str, log: dict, metrics: dict, size_bytes: int, files: lis
             "Masked language modelling, BERT's recipe: in every row 15 % of the non-special tokens are "
             "selected; of those 80 % become `[MASK]`, 10 % a random token and 10 % stay unchanged "
             "(`autograder.reference.masking.mask_tokens`). The loss is the mean cross-entropy at the "
-            "selected positions (`autograder.reference.losses.mlm_loss`). No next-sentence prediction.")
+            "selected positions (`autograder.reference.losses.mlm_loss`). No next-sentence prediction."
+            if not log.get("whole_word_masking") else
+            "Masked language modelling, BERT's recipe with whole-word masking: in every row 15 % of the "
+            "words are selected, and every WordPiece of a selected word is a target "
+            "(`autograder.reference.masking.whole_word_mask`), so a blank is never a piece whose neighbours "
+            "spell the rest of its word; of the targets 80 % become `[MASK]`, 10 % a random token and 10 % "
+            "stay unchanged. The loss is the mean cross-entropy at the targets "
+            "(`autograder.reference.losses.mlm_loss`). The held-out rows are masked token by token "
+            "(`autograder.reference.masking.mask_tokens`), as for a model trained without it, so the two "
+            "held-out losses compare. No next-sentence prediction.")
     elif objective == "span":
         results = (
             f"| held-out span-corruption loss (all {metrics['heldout_rows']} held-out rows, one fixed seeded "

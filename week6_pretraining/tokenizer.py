@@ -2,11 +2,14 @@
 
     python -m week6_pretraining.tokenizer            # writes data/tokenizer/austen-wordpiece/
     python -m week6_pretraining.tokenizer --check    # rebuilds in a temporary folder; exit 1 if it differs
+    python -m week6_pretraining.tokenizer --text austen wordnet novels --out DIR   # a vocabulary of the wider text
 
 BERT's recipe at toy scale: lower-case, BERT's normaliser (strip accents, clean
 control characters, space out Chinese characters) and pre-tokeniser (split on
-whitespace and punctuation), then WordPiece with "##" continuation pieces. Only
-austen_train.txt is read, so the held-out text cannot leak into the vocabulary.
+whitespace and punctuation), then WordPiece with "##" continuation pieces. The
+shipped tokenizer read austen_train.txt only; ``--text`` names other training files
+(``data.SOURCES``), for ``python -m week6_pretraining.train --tokenizer DIR``. No
+source holds the held-out text, so it cannot leak into the vocabulary.
 
 The result is saved as a ``BertTokenizerFast`` folder, so both the BERT and the
 GPT model of the course load it with ``AutoTokenizer.from_pretrained(folder)``.
@@ -23,18 +26,25 @@ SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0..4, in 
 VOCAB_SIZE = 8000
 
 
-def continuation_alphabet(train_file: Path, normalizer, pre_tokenizer) -> list[str]:
+def continuation_alphabet(train_files: list[Path], normalizer, pre_tokenizer) -> list[str]:
     """Every "##c" piece the trainer will need: characters seen inside a word, sorted."""
     chars = set()
-    with train_file.open(encoding="utf-8") as handle:
-        for line in handle:
-            for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(line)):
-                chars.update(word[1:])
+    for train_file in train_files:
+        with train_file.open(encoding="utf-8") as handle:
+            for line in handle:
+                for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(line)):
+                    chars.update(word[1:])
     return ["##" + c for c in sorted(chars)]
 
 
-def train_tokenizer(train_file: Path = CORPUS / SOURCES["austen"].file, vocab_size: int = VOCAB_SIZE):
-    """A ``tokenizers.Tokenizer`` with BERT's pipeline, trained on ``train_file``."""
+def source_files(text: tuple[str, ...] = ("austen",)) -> list[Path]:
+    """The training files of the ``text`` sources (``data.SOURCES``), in that order."""
+    return [CORPUS / SOURCES[name].file for name in text]
+
+
+def train_tokenizer(train_file: Path | list[Path] = CORPUS / SOURCES["austen"].file, vocab_size: int = VOCAB_SIZE):
+    """A ``tokenizers.Tokenizer`` with BERT's pipeline, trained on ``train_file`` (or a list of files)."""
+    train_files = [train_file] if isinstance(train_file, Path) else list(train_file)
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
     normalizer = normalizers.BertNormalizer(lowercase=True)
@@ -46,7 +56,7 @@ def train_tokenizer(train_file: Path = CORPUS / SOURCES["austen"].file, vocab_si
     # "##c" pieces up front, sorted, as extra special tokens fixes every id, so
     # the same text always gives the same vocabulary. The extra specials are
     # dropped again below: they are ordinary vocabulary, not special tokens.
-    seeded = SPECIAL_TOKENS + continuation_alphabet(train_file, normalizer, pre_tokenizer)
+    seeded = SPECIAL_TOKENS + continuation_alphabet(train_files, normalizer, pre_tokenizer)
     scratch = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     scratch.normalizer, scratch.pre_tokenizer = normalizer, pre_tokenizer
     trainer = trainers.WordPieceTrainer(
@@ -56,7 +66,7 @@ def train_tokenizer(train_file: Path = CORPUS / SOURCES["austen"].file, vocab_si
         continuing_subword_prefix="##",
         show_progress=False,
     )
-    scratch.train([str(train_file)], trainer)
+    scratch.train([str(f) for f in train_files], trainer)
     vocab = scratch.get_vocab(with_added_tokens=False)
 
     tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]", continuing_subword_prefix="##"))
@@ -100,6 +110,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--vocab-size", type=int, default=VOCAB_SIZE)
+    parser.add_argument("--text", nargs="+", choices=list(SOURCES), default=["austen"],
+                        help="training text's sources (default: austen, the shipped tokenizer's)")
     parser.add_argument("--check", action="store_true", help="rebuild elsewhere and compare with --out")
     args = parser.parse_args(argv)
 
@@ -107,12 +119,12 @@ def main(argv=None):
         import tempfile
 
         with tempfile.TemporaryDirectory() as scratch:
-            save_tokenizer(train_tokenizer(vocab_size=args.vocab_size), Path(scratch))
+            save_tokenizer(train_tokenizer(source_files(tuple(args.text)), vocab_size=args.vocab_size), Path(scratch))
             same = folder_digest(Path(scratch)) == folder_digest(args.out)
         print(f"{args.out}: {'identical to a fresh build' if same else 'DIFFERS from a fresh build'}")
         raise SystemExit(0 if same else 1)
 
-    tok = train_tokenizer(vocab_size=args.vocab_size)
+    tok = train_tokenizer(source_files(tuple(args.text)), vocab_size=args.vocab_size)
     fast = save_tokenizer(tok, args.out)
     example = "It is a truth universally acknowledged."
     print(f"vocabulary: {len(fast)} pieces -> {args.out}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import math
 import os
@@ -67,6 +68,16 @@ def reference_functions():
             "pass mask_fn, mlm_loss_fn and clm_loss_fn to train() yourself"
         ) from err
     return mask_tokens, mlm_loss, clm_loss
+
+
+def whole_word_masking(tokenizer, device):
+    """The reference ``whole_word_mask`` bound to ``tokenizer``'s "##" pieces: a ``mask_fn``."""
+    try:
+        from autograder.reference.masking import continuation_table, whole_word_mask
+    except ImportError as err:
+        raise ImportError("whole-word masking is part of the course's reference code (autograder.reference), "
+                          "which is not installed: train without --whole-word-masking") from err
+    return functools.partial(whole_word_mask, continuation=continuation_table(tokenizer).to(device))
 
 
 def reference_span_functions():
@@ -270,6 +281,7 @@ def train(
     stream: torch.Tensor | None = None,
     text: tuple[str, ...] = ("austen",),
     mask_fn=None,
+    whole_word: bool = False,
     mlm_loss_fn=None,
     clm_loss_fn=None,
     noise_fn=None,
@@ -299,6 +311,9 @@ def train(
     (``mlm_loss_fn`` receives logits [N, V] of the masked positions only); None
     means the reference implementation. The held-out evaluation uses the same
     functions, with the masking of the held-out rows seeded once and for all.
+    ``whole_word`` (MLM only): choose whole words for the training rows
+    (``autograder.reference.masking.whole_word_mask``, built on the tokenizer's "##" pieces) instead of ``mask_fn``;
+    the held-out rows keep ``mask_fn``'s token-level masking, so losses stay comparable.
     ``noise_fn``, ``corrupt_fn`` and ``span_loss_fn`` (span) follow ``random_spans_noise_mask``,
     ``span_corrupt`` and ``span_corruption_loss`` of ``autograder.reference.span_corruption``;
     the span objective adds T5's 100 sentinel tokens to the tokenizer (``data.with_sentinels``)
@@ -314,6 +329,8 @@ def train(
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if whole_word and objective != "mlm":
+        raise ValueError(f"whole-word masking is a masked-LM recipe; objective {objective!r} does not mask tokens")
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     device = torch.device(device)
@@ -344,6 +361,7 @@ def train(
     eval_batches = heldout_batches(tokenizer, objective, eval_rows, device, mask_fn=mask_fn,
                                    noise_fn=noise_fn, corrupt_fn=corrupt_fn)
 
+    train_mask_fn = whole_word_masking(tokenizer, device) if whole_word else mask_fn
     model = build_model(objective, tokenizer, size).to(device)
     optimizer = make_optimizer(model, objective, lr)
     mask_generator = torch.Generator(device=device).manual_seed(seed + 1)
@@ -366,6 +384,7 @@ def train(
         "max_steps": max_steps,
         "minutes": minutes,
         "peak_lr": lr,
+        "whole_word_masking": whole_word,
         "optimizer": type(optimizer).__name__,
         "seed": seed,
         "device": str(device),
@@ -408,7 +427,7 @@ def train(
         rows = next(supply[context]).to(device)
         with autocast():
             if objective == "mlm":
-                loss, n_pred = mlm_step_loss(model, rows, tokenizer, mask_generator, mask_fn, mlm_loss_fn)
+                loss, n_pred = mlm_step_loss(model, rows, tokenizer, mask_generator, train_mask_fn, mlm_loss_fn)
             elif objective == "span":
                 loss, n_pred = span_step_loss(model, rows, tokenizer, mask_generator, noise_fn, corrupt_fn,
                                               span_loss_fn)
@@ -477,10 +496,15 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=None,
                         help="peak learning rate (default: " + ", ".join(f"{o} {v:g}" for o, v in PEAK_LR.items()) + ")")
+    parser.add_argument("--whole-word-masking", action="store_true",
+                        help="mlm: choose whole words, every piece of a chosen word (whole_word_mask)")
     parser.add_argument("--no-context-warmup", action="store_true", help="128-token rows from the first step")
     parser.add_argument("--size", choices=sorted(SIZES), default="small")
     parser.add_argument("--text", nargs="+", choices=list(SOURCES), default=["austen"],
                         help="training text, in this order (default: austen); held-out is always Austen's")
+    parser.add_argument("--tokenizer", type=Path, default=None,
+                        help=f"a tokenizer folder (default: {TOKENIZER_DIR.relative_to(DATA.parent)}); "
+                             "python -m week6_pretraining.tokenizer --text ... --out DIR makes one")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--eval-every", type=int, default=100)
     parser.add_argument("--eval-rows", type=int, default=64, help="held-out rows per periodic evaluation")
@@ -496,11 +520,14 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     model, tokenizer, log = train(
         args.objective, max_steps=args.max_steps, minutes=args.minutes, batch_size=args.batch_size,
-        lr=args.lr, context_warmup=not args.no_context_warmup, text=tuple(args.text),
+        lr=args.lr, context_warmup=not args.no_context_warmup, whole_word=args.whole_word_masking, text=tuple(args.text),
         size=SIZES[args.size], seed=args.seed, device=args.device,
         eval_every=args.eval_every, eval_rows=args.eval_rows, log_every=args.log_every, bf16=args.bf16,
         progress=not args.no_progress,
+        tokenizer=load_tokenizer(args.tokenizer) if args.tokenizer else None,
     )
+    if args.tokenizer:
+        log["tokenizer"] = str(args.tokenizer)
     log["command"] = "python -m week6_pretraining.train " + " ".join(argv if argv is not None else os.sys.argv[1:])
     out = args.out or DEFAULT_OUT[args.objective]
     save(model, tokenizer, log, out)

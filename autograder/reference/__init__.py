@@ -4,7 +4,8 @@ One small module per topic; each function's docstring is the contract that the
 students' notebook stubs repeat and that the hidden tests check:
 
 - ``attention``        softmax, causal masks, scaled dot-product attention
-- ``masking``          BERT's masked-language-model corruption (80/10/10)
+- ``masking``          BERT's masked-language-model corruption (80/10/10), and whole-word masking
+                       (a pre-training recipe, not graded)
 - ``losses``           causal (next-token) and masked language-model losses
 - ``decoding``         temperature / top-k / top-p sampling, greedy and beam search
 - ``span_corruption``  T5's random span noise and sentinel targets

@@ -71,7 +71,12 @@ def mask_tokens(
     selection_prob = torch.full(shape, mlm_probability, device=device)
     selection_prob.masked_fill_(is_special, 0.0)
     selected = torch.bernoulli(selection_prob, generator=generator).bool()
+    return _corrupt_selected(input_ids, selected, mask_token_id, vocab_size, generator)
 
+
+def _corrupt_selected(input_ids, selected, mask_token_id, vocab_size, generator):
+    """The 80/10/10 outcome of every selected position, and the labels."""
+    device, shape = input_ids.device, input_ids.shape
     to_mask = torch.bernoulli(torch.full(shape, 0.8, device=device), generator=generator).bool()
     to_mask &= selected
     to_random = torch.bernoulli(torch.full(shape, 0.5, device=device), generator=generator).bool()
@@ -82,3 +87,57 @@ def mask_tokens(
     masked_ids = input_ids.masked_fill(to_mask, mask_token_id)
     masked_ids = torch.where(to_random, random_ids, masked_ids)
     return masked_ids, labels
+
+
+# ----------------------------------------------------------------------------- whole words
+# Not a graded function: a pre-training recipe (``week6_pretraining.train --whole-word-masking``)
+# that lives here, with the instructor's code, because it contains the 80/10/10 above.
+
+
+def continuation_table(tokenizer) -> torch.Tensor:
+    """Bool [len(tokenizer)]: True for the ids of WordPiece pieces that continue a word ("##...")."""
+    table = torch.zeros(len(tokenizer), dtype=torch.bool)
+    for piece, index in tokenizer.get_vocab().items():
+        if piece.startswith("##"):
+            table[index] = True
+    return table
+
+
+def whole_word_mask(
+    input_ids: torch.Tensor,
+    *,
+    continuation: torch.Tensor,
+    mask_token_id: int,
+    vocab_size: int,
+    special_token_ids: Iterable[int],
+    mlm_probability: float = 0.15,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``mask_tokens`` choosing whole words: Google's later "whole word masking" BERT.
+
+    Token-level masking can hide "##shine" of "sun ##shine" alone, and the model then
+    recovers it from "sun" beside it, which teaches spelling more than meaning. Here a word
+    is a piece that does not continue a word (``continuation``, from ``continuation_table``)
+    followed by its "##" pieces; each word is chosen with probability ``mlm_probability``,
+    every piece of a chosen word is a target, and each target gets the 80/10/10 outcome on
+    its own (as transformers' ``DataCollatorForWholeWordMask`` does). Pieces at the start of
+    a row whose word began in the row before are never chosen, nor are special tokens.
+    Returns ``(masked_ids, labels)`` as ``mask_tokens`` does.
+    """
+    device = input_ids.device
+    shape = input_ids.shape
+    special_ids = torch.as_tensor(list(special_token_ids), dtype=input_ids.dtype, device=device)
+    is_special = torch.isin(input_ids, special_ids)
+    continues = continuation.to(device)[input_ids] & ~is_special
+
+    # Each position points at the start of its word: the last non-continuation position at or
+    # before it (a running maximum). Pieces before a row's first word start point at position
+    # 0, a special token or a continuation piece, which is never chosen.
+    positions = torch.arange(shape[-1], device=device).expand(shape)
+    word_start = torch.cummax(torch.where(continues, torch.zeros_like(positions), positions), dim=-1).values
+
+    start_prob = torch.full(shape, mlm_probability, device=device)
+    start_prob.masked_fill_(continues | is_special, 0.0)
+    chosen_start = torch.bernoulli(start_prob, generator=generator).bool()
+    selected = torch.gather(chosen_start, -1, word_start) & ~is_special
+    return _corrupt_selected(input_ids, selected, mask_token_id, vocab_size, generator)

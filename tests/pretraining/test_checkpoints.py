@@ -228,6 +228,23 @@ def test_card_of_a_model_trained_on_more_text():
     assert "--text" not in reproduce_command("mlm", austen)
 
 
+def test_card_of_a_model_trained_with_whole_word_masking():
+    """The card says how the rows were masked and its command repeats the flag; a log from
+    before the flag existed reads as token-level masking, its card unchanged."""
+    from week6_pretraining.card import render, reproduce_command
+
+    folder = CHECKPOINTS / "austen-bert-mlm"
+    log = json.loads((folder / "train_log.json").read_text())
+    metrics = json.loads((folder / "eval_results.json").read_text())
+    whole, token = {**log, "whole_word_masking": True}, {**log, "whole_word_masking": False}
+    older = {key: value for key, value in log.items() if key != "whole_word_masking"}
+    assert "whole-word masking" in render("mlm", whole, metrics, 1, ["x"])
+    assert "--whole-word-masking" in reproduce_command("mlm", whole)
+    assert render("mlm", token, metrics, 1, ["x"]) == render("mlm", older, metrics, 1, ["x"])
+    assert "whole-word" not in render("mlm", token, metrics, 1, ["x"])
+    assert "--whole-word-masking" not in reproduce_command("mlm", token)
+
+
 def _flags(command: str) -> dict[str, tuple[str, ...]]:
     """``--flag value ...`` pairs of a command line, in any order."""
     flags, name = {}, None

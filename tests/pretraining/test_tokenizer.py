@@ -68,3 +68,20 @@ def test_training_text_sources(tokenizer):
     assert torch.equal(token_stream(tokenizer, "heldout", sources=("wordnet",)), token_stream(tokenizer, "heldout"))
     with pytest.raises(ValueError, match="unknown text source"):
         token_stream(tokenizer, "train", sources=("wikipedia",))
+
+
+@pytest.mark.slow
+def test_a_tokenizer_of_the_wider_text(tmp_path, tokenizer):
+    """``--text austen wordnet novels``: the vocabulary is learnt from every file given, so words
+    that Austen rarely writes become whole pieces; the same files give the same folder again."""
+    from week6_pretraining.tokenizer import folder_digest, save_tokenizer, source_files, train_tokenizer
+
+    files = source_files(("austen", "wordnet", "novels"))
+    assert [f.name for f in files] == ["austen_train.txt", "wordnet_examples.txt", "novels_train.txt"]
+    wide = save_tokenizer(train_tokenizer(files), tmp_path / "a")
+    assert len(wide) == len(tokenizer) == 8000
+    # "soap" and "television" occur in WordNet's examples, hardly in Austen.
+    assert tokenizer.tokenize("soap television") != ["soap", "television"]
+    assert wide.tokenize("soap television") == ["soap", "television"]
+    save_tokenizer(train_tokenizer(files), tmp_path / "b")
+    assert folder_digest(tmp_path / "a") == folder_digest(tmp_path / "b")

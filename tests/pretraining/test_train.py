@@ -160,3 +160,22 @@ def test_cli_on_cuda(objective, tmp_path, repo_root):
     assert log["device"].startswith("cuda")
     assert log["bf16_autocast"] == torch.cuda.is_bf16_supported()
     assert log["evals"][-1]["heldout_loss"] < log["evals"][0]["heldout_loss"] - 1.0
+
+
+def test_cli_trains_with_another_tokenizer(tmp_path, repo_root):
+    """``--tokenizer DIR``: the stream, the model's vocabulary and the saved folder all use it,
+    and the log records it so that the card's command repeats it."""
+    from transformers import AutoTokenizer
+
+    from week6_pretraining.card import reproduce_command
+    from week6_pretraining.tokenizer import save_tokenizer, source_files, train_tokenizer
+
+    folder = tmp_path / "tokenizer"
+    save_tokenizer(train_tokenizer(source_files(("austen",)), vocab_size=2000), folder)
+    log = run_cli("mlm", tmp_path / "model", repo_root, steps=5, extra=("--tokenizer", str(folder)))
+    assert log["vocab_size"] == 2000 and log["tokenizer"] == str(folder)
+    assert len(AutoTokenizer.from_pretrained(tmp_path / "model")) == 2000
+    from transformers import AutoConfig
+
+    assert AutoConfig.from_pretrained(tmp_path / "model").vocab_size == 2000
+    assert f"--tokenizer {folder}" in reproduce_command("mlm", log)
