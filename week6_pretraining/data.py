@@ -80,20 +80,25 @@ SOURCES = {
 HELDOUT = "austen_heldout.txt"
 
 
+def source_files(sources: tuple[str, ...] = ("austen",), corpus: Path = CORPUS) -> list[Path]:
+    """The training files of the ``sources`` (``SOURCES``), in that order."""
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown or not sources:
+        raise ValueError(f"unknown text source(s) {unknown or sources}; choose from {', '.join(SOURCES)}")
+    return [corpus / SOURCES[s].file for s in sources]
+
+
 def token_stream(tokenizer, part: str = "train", corpus: Path = CORPUS, sources: tuple[str, ...] = ("austen",)) -> torch.Tensor:
     """All paragraphs of the training text (``part="train"``: the ``sources``' files, in that
     order) or of Austen's held-out part (``"heldout"``), each followed by [SEP], as one int64
     tensor."""
     if part == "heldout":
-        files = [HELDOUT]
+        files = [corpus / HELDOUT]
     elif part == "train":
-        unknown = [s for s in sources if s not in SOURCES]
-        if unknown or not sources:
-            raise ValueError(f"unknown text source(s) {unknown or sources}; choose from {', '.join(SOURCES)}")
-        files = [SOURCES[s].file for s in sources]
+        files = source_files(sources, corpus)
     else:
         raise ValueError(f"part must be 'train' or 'heldout', got {part!r}")
-    lines = [line for name in files for line in (corpus / name).read_text(encoding="utf-8").splitlines()]
+    lines = [line for path in files for line in path.read_text(encoding="utf-8").splitlines()]
     # The Rust tokenizer directly: the transformers wrapper would warn that paragraphs
     # are longer than the models' context, which is fine here, they get cut later.
     encoded = [e.ids for e in tokenizer.backend_tokenizer.encode_batch(lines, add_special_tokens=False)]

@@ -21,7 +21,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from .data import CORPUS, SOURCES, TOKENIZER_DIR as DEFAULT_OUT
+from .data import CORPUS, SOURCES, TOKENIZER_DIR as DEFAULT_OUT, source_files
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0..4, in this order
 VOCAB_SIZE = 8000
 
@@ -35,11 +35,6 @@ def continuation_alphabet(train_files: list[Path], normalizer, pre_tokenizer) ->
                 for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(line)):
                     chars.update(word[1:])
     return ["##" + c for c in sorted(chars)]
-
-
-def source_files(text: tuple[str, ...] = ("austen",)) -> list[Path]:
-    """The training files of the ``text`` sources (``data.SOURCES``), in that order."""
-    return [CORPUS / SOURCES[name].file for name in text]
 
 
 def train_tokenizer(train_file: Path | list[Path] = CORPUS / SOURCES["austen"].file, vocab_size: int = VOCAB_SIZE):

@@ -74,7 +74,8 @@ def test_training_text_sources(tokenizer):
 def test_a_tokenizer_of_the_wider_text(tmp_path, tokenizer):
     """``--text austen wordnet novels``: the vocabulary is learnt from every file given, so words
     that Austen rarely writes become whole pieces; the same files give the same folder again."""
-    from week6_pretraining.tokenizer import folder_digest, save_tokenizer, source_files, train_tokenizer
+    from week6_pretraining.data import source_files
+    from week6_pretraining.tokenizer import folder_digest, save_tokenizer, train_tokenizer
 
     files = source_files(("austen", "wordnet", "novels"))
     assert [f.name for f in files] == ["austen_train.txt", "wordnet_examples.txt", "novels_train.txt"]

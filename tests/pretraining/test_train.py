@@ -168,7 +168,8 @@ def test_cli_trains_with_another_tokenizer(tmp_path, repo_root):
     from transformers import AutoTokenizer
 
     from week6_pretraining.card import reproduce_command
-    from week6_pretraining.tokenizer import save_tokenizer, source_files, train_tokenizer
+    from week6_pretraining.data import source_files
+    from week6_pretraining.tokenizer import save_tokenizer, train_tokenizer
 
     folder = tmp_path / "tokenizer"
     save_tokenizer(train_tokenizer(source_files(("austen",)), vocab_size=2000), folder)
