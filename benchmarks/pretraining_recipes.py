@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from week6_helpers.small_models import load_mlm, load_small_gpt
 from week6_pretraining.data import SOURCES
 from week6_pretraining.evaluate import cloze_accuracy, cloze_predictions, load_cloze, next_token_cloze_predictions
 from week6_pretraining.train import SIZES, heldout_batches, heldout_loss, train
@@ -72,15 +73,11 @@ def save_row(key: str, row: dict) -> None:
 
 def score_checkpoint(folder: Path) -> None:
     """Score a trained folder (weights + ``train_log.json``) as the recipes are scored."""
-    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
-
     log = json.loads((folder / "train_log.json").read_text())
     objective = log["objective"]
     if objective not in ("mlm", "clm"):
         raise SystemExit(f"{folder}: objective {objective!r}; the cloze recipes score mlm and clm models")
-    loader = AutoModelForMaskedLM if objective == "mlm" else AutoModelForCausalLM
-    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    model = loader.from_pretrained(folder, local_files_only=True).eval()
+    tokenizer, model = (load_mlm if objective == "mlm" else load_small_gpt)(str(folder))
     row = {"checkpoint": folder.name, "command": log.get("command"), **run_row(log, log.get("torch_threads")),
            "date": time.strftime("%Y-%m-%d"), **score(model, tokenizer, objective)}
     save_row(f"checkpoint:{folder.name}@{log['steps']}steps", row)

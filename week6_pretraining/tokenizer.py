@@ -21,7 +21,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from .data import CORPUS, SOURCES, TOKENIZER_DIR as DEFAULT_OUT, source_files
+from .data import SOURCES, TOKENIZER_DIR as DEFAULT_OUT, source_files
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0..4, in this order
 VOCAB_SIZE = 8000
 
@@ -37,9 +37,15 @@ def continuation_alphabet(train_files: list[Path], normalizer, pre_tokenizer) ->
     return ["##" + c for c in sorted(chars)]
 
 
-def train_tokenizer(train_file: Path | list[Path] = CORPUS / SOURCES["austen"].file, vocab_size: int = VOCAB_SIZE):
-    """A ``tokenizers.Tokenizer`` with BERT's pipeline, trained on ``train_file`` (or a list of files)."""
-    train_files = [train_file] if isinstance(train_file, Path) else list(train_file)
+def train_tokenizer(train_file: Path | list[Path] | None = None, vocab_size: int = VOCAB_SIZE):
+    """A ``tokenizers.Tokenizer`` with BERT's pipeline, trained on ``train_file`` (or a list of
+    files; None: Austen's training file, the shipped tokenizer's)."""
+    if train_file is None:
+        train_files = source_files()
+    elif isinstance(train_file, Path):
+        train_files = [train_file]
+    else:
+        train_files = list(train_file)
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
     normalizer = normalizers.BertNormalizer(lowercase=True)

@@ -61,10 +61,8 @@ def mask_tokens(
     gives the same output; how many numbers are drawn, and in which order, is
     up to you.
     """
-    device = input_ids.device
-    shape = input_ids.shape
-    special_ids = torch.as_tensor(list(special_token_ids), dtype=input_ids.dtype, device=device)
-    is_special = torch.isin(input_ids, special_ids)
+    device, shape = input_ids.device, input_ids.shape
+    is_special = _special_positions(input_ids, special_token_ids)
 
     # Four draws over the whole grid (the order of transformers' DataCollatorForLanguageModeling):
     # selected; [MASK] (0.8); random among the rest (0.5, i.e. 0.1 overall); the random ids.
@@ -72,6 +70,12 @@ def mask_tokens(
     selection_prob.masked_fill_(is_special, 0.0)
     selected = torch.bernoulli(selection_prob, generator=generator).bool()
     return _corrupt_selected(input_ids, selected, mask_token_id, vocab_size, generator)
+
+
+def _special_positions(input_ids, special_token_ids):
+    """Bool, the shape of ``input_ids``: True where the id is one of ``special_token_ids``."""
+    special_ids = torch.as_tensor(list(special_token_ids), dtype=input_ids.dtype, device=input_ids.device)
+    return torch.isin(input_ids, special_ids)
 
 
 def _corrupt_selected(input_ids, selected, mask_token_id, vocab_size, generator):
@@ -124,10 +128,8 @@ def whole_word_mask(
     a row whose word began in the row before are never chosen, nor are special tokens.
     Returns ``(masked_ids, labels)`` as ``mask_tokens`` does.
     """
-    device = input_ids.device
-    shape = input_ids.shape
-    special_ids = torch.as_tensor(list(special_token_ids), dtype=input_ids.dtype, device=device)
-    is_special = torch.isin(input_ids, special_ids)
+    device, shape = input_ids.device, input_ids.shape
+    is_special = _special_positions(input_ids, special_token_ids)
     continues = continuation.to(device)[input_ids] & ~is_special
 
     # Each position points at the start of its word: the last non-continuation position at or

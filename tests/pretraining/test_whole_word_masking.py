@@ -12,8 +12,8 @@ import math
 import pytest
 import torch
 
-from week6_pretraining.data import load_tokenizer
 from autograder.reference.masking import IGNORE_INDEX, continuation_table, whole_word_mask
+from week6_pretraining.data import load_tokenizer
 
 SENTENCE = "The sunshine fell on the extraordinarily quiet bookshop and the cobblestones."
 DRAWS = 4000  # rows per statistical check: the binomial standard error of 0.15 is 0.0056
