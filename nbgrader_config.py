@@ -11,12 +11,16 @@ from pathlib import Path
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearOutput,
-                                    DeduplicateIds, GetGrades, IgnorePattern, LimitOutput, OverwriteKernelspec)
+                                    GetGrades, IgnorePattern, LimitOutput, OverwriteKernelspec)
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 
-from autograder.feedback_math import TEMPLATE_DIRS, TEMPLATE_NAME, FeedbackExporter, LatexToMathML
+from autograder import html_safety
+from autograder.feedback_detail import RemoveStaffDetail
+from autograder.feedback_math import (FORMGRADE_TEMPLATE_NAME, NBGRADER_TEMPLATE_PATHS, TEMPLATE_DIRS, TEMPLATE_NAME,
+                                      FeedbackExporter, LatexToMathML)
 from autograder.nbgrader_cells import RestoreInstructorCells
 from autograder.nbgrader_export import NotebookScoresExport
+from autograder.nbgrader_intake import IntakeExporter, ScreenCells
 from autograder.nbgrader_plugin import SandboxedGrading, SaveSandboxedGrades
 
 ROOT = Path(__file__).resolve().parent
@@ -33,11 +37,16 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
+# A bad submission costs only its author (autograder/nbgrader_intake.py): student ids,
+# files and their size, cells and nesting are taken in as `python -m autograder grade`
+# takes them in, before nbgrader reads a notebook or records a student.
+c.Autograde.exporter_class = IntakeExporter
 # nbgrader's sanitising step; locked cells are put back as stock, but a warning
-# comes only when the student changed one (autograder/nbgrader_cells.py).
+# comes only when the student changed one, and missing graded cells are put back
+# (autograder/nbgrader_cells.py).
 c.Autograde.sanitize_preprocessors = [
+    ScreenCells,                 # replaces DeduplicateIds: the first of cells sharing a grade_id is graded
     ClearOutput,
-    DeduplicateIds,
     OverwriteKernelspec,
     RestoreInstructorCells,      # replaces OverwriteCells
     CheckCellMetadata,
@@ -51,11 +60,26 @@ c.Autograde.autograde_preprocessors = [
     AssignLatePenalties,
     CheckCellMetadata,
 ]
-# Feedback shows visible tests and the grader's messages, never hidden test code; its
-# math is MathML, rendered with no network (autograder/feedback_math.py).
-c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests, LatexToMathML]
+# Feedback shows visible tests and the grader's messages, never hidden test code nor the
+# staff's detail of a failure (autograder/feedback_detail.py); its math is MathML,
+# rendered with no network (autograder/feedback_math.py).
+c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests, RemoveStaffDetail,
+                                    LatexToMathML]
 c.GenerateFeedback.exporter_class = FeedbackExporter
 c.FeedbackExporter.template_name = TEMPLATE_NAME  # nbgrader's feedback template without MathJax's CDN
 c.FeedbackExporter.extra_template_basedirs = TEMPLATE_DIRS
+# What a student wrote never runs where it is shown (autograder/html_safety.py): every
+# HTML exporter (the formgrader's page of a submission, the feedback) passes markdown
+# and outputs through the course's sanitizer, and each page carries a
+# Content-Security-Policy. The formgrader builds a plain HTMLExporter from this
+# configuration; its page is the course's template, with MathML for math.
+c.HTMLExporter.sanitize_html = True
+c.HTMLExporter.filters = html_safety.FILTERS
+c.HTMLExporter.template_name = FORMGRADE_TEMPLATE_NAME
+c.HTMLExporter.extra_template_basedirs = TEMPLATE_DIRS
+c.HTMLExporter.extra_template_paths = NBGRADER_TEMPLATE_PATHS
+c.HTMLExporter.preprocessors = [html_safety.ScrubTemplateFields, LatexToMathML, html_safety.FormgraderPolicy]
+c.FeedbackExporter.preprocessors = [html_safety.ScrubTemplateFields, html_safety.FeedbackPolicy]
+c.FeedbackExporter.extra_template_paths = NBGRADER_TEMPLATE_PATHS
 # grades.csv with one score column (and its maximum) per notebook.
 c.ExportApp.plugin_class = NotebookScoresExport

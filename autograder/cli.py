@@ -6,6 +6,7 @@
                                [--timeout-hung-call S] [--timeout-worker-start S] [--no-zygote]
     python -m autograder merge DIR ... [--out DIR] [--nbgrader [--course-root DIR]]
     python -m autograder check NOTEBOOK
+    python -m autograder report GRADES_DIR ...  /  export GRADES_DIR --format canvas|moodle ...  (analytics/commands.py)
 
 ``grade`` writes ``DIR/<student>/<notebook stem>.json`` per submission, each
 atomically as soon as it is graded, and ``DIR/grades.csv`` for the class, and
@@ -47,6 +48,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from .analytics.commands import add_commands as add_analytics_commands
+from .analytics.sources import record as record_sources
 from .config import GradingConfig
 from .device import DEVICES, DeviceUnavailable
 from .draws import describe
@@ -92,6 +95,7 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
         raise ConfigurationError("grading from the command line needs an output folder (GradingConfig.out)")
     index, count = shard
     everything = sorted(collect(paths or [SAMPLES], student=student), key=lambda s: (s.student, s.key))
+    record_sources(out, paths or [SAMPLES], student)  # where the similarity check reads the answers again
     # Contiguous blocks of the stable order: a student's notebooks stay together (one
     # grading process for them all) except where a block boundary cuts through them.
     mine = everything[len(everything) * index // count: len(everything) * (index + 1) // count]
@@ -297,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     check_parser = commands.add_parser(
         "check", help="a student's self-check: run notebooks in a fresh kernel, report stubs and visible tests")
     check_parser.add_argument("notebook", type=Path, nargs="+")
+    add_analytics_commands(commands)  # report, export
     return parser
 
 
@@ -337,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
                          shard=_shard_of(args), force=args.force, formats=tuple(args.format))
         if args.command == "merge":
             return merge(args.folders, args.out, args.nbgrader, args.course_root)
+        if args.command in ("report", "export"):
+            return args.run(args)
     except (ConfigurationError, DeviceUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_CONFIGURATION

@@ -27,11 +27,20 @@ import nbgrader
 from .mathml import MathError, latex_to_mathml, to_mathml  # noqa: F401
 
 # autograder/templates/week6_feedback: nbgrader's "feedback" template (its conf.json
-# names it as the base) with an empty mathjax macro that shadows nbconvert's.
+# names it as the base) with an empty mathjax macro that shadows nbconvert's, and the
+# page's Content-Security-Policy (autograder/html_safety.py). week6_formgrade: the
+# formgrader's page of a submission, nbgrader's "formgrade" with an escaped head and
+# navigation bar under the same kind of policy.
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 TEMPLATE_NAME = "week6_feedback"
+FORMGRADE_TEMPLATE_NAME = "week6_formgrade"
 NBGRADER_TEMPLATES = Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"
 TEMPLATE_DIRS = [str(TEMPLATES), str(NBGRADER_TEMPLATES)]  # ours first: its mathjax.html.j2 wins
+# Where ours find the templates they extend by name ("feedback/index.html.j2"), and where
+# nbgrader's feedback finds the bootstrap.min.css it inlines (nbgrader names that folder
+# in HTMLExporter's extra_template_paths, which a FeedbackExporter setting replaces).
+NBGRADER_TEMPLATE_PATHS = [str(NBGRADER_TEMPLATES),
+                           str(NBGRADER_TEMPLATES.parent / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
 
 
 class LatexToMathML(Preprocessor):

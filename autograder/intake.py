@@ -12,11 +12,15 @@ A submitted tree is data written by students, so nothing in it is believed:
   is reported, never followed or opened, and a file is opened with
   ``O_NOFOLLOW | O_NONBLOCK`` and checked again with ``fstat`` after opening, so a
   file swapped for a link in between is refused too. Its size is capped before
-  anything is read.
+  anything is read, and its structure (cells, JSON values, nesting) before it is
+  parsed (:func:`structure_problem`), on both paths: ``nbgrader autograde`` reads
+  submissions through ``nbgrader_intake.py`` with the same reader.
 * **Names.** Folder and file names are read as bytes. A name that is not UTF-8,
   holds control characters or could be mistaken for something else (a leading
   ``.``, ``-``, ``=``: hidden files, options, spreadsheet formulas) is reported
-  for that student, with the name escaped; it never stops the class.
+  for that student, with the name escaped; it never stops the class. A student id
+  holds only letters, digits and ``. _ @ + -`` (:data:`STUDENT_ID_RULE`), on both
+  paths: a folder that breaks the rule is refused with the rule and the fix.
 
 Every problem becomes a :class:`Submission` with ``problem`` set, which the CLI
 turns into that student's report (score 0, the reason as a warning) without
@@ -25,12 +29,15 @@ starting a sandbox.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import stat
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from .analytics import OUTPUT_NAMES
 from .notebook import ASSIGNMENT, SOURCE_DIR
 from .report import TABLE_NAME, clip
 
@@ -38,6 +45,14 @@ MiB = 2**20
 # A notebook with its outputs (plots, progress bars) is a few MB; 32 MiB leaves room
 # for any honest one and keeps a /dev/zero-like file from being read into memory.
 MAX_NOTEBOOK_BYTES = 32 * MiB
+# What reading a notebook costs grows with its cells and JSON values, not only its bytes
+# (nbgrader spent 48 s of CPU on 50,000 empty cells, 5 MB of JSON). The course's notebooks
+# have at most 93 cells; run in fast mode, part_b_finetuning (93 cells, 45 outputs) holds
+# 6,356 JSON values (objects, lists and strings, keys included) nested 8 deep. The
+# limits leave a student room for cells and outputs of their own.
+MAX_CELLS = 2_000
+MAX_JSON_VALUES = 100_000
+MAX_JSON_DEPTH = 64
 # A student folder is walked (without following links) only to report misplaced
 # notebooks; a folder of a million files costs a bounded walk, not the class run.
 MAX_ENTRIES_PER_STUDENT = 10_000
@@ -108,11 +123,30 @@ def student_problem(student: str) -> str | None:
     return student_folder_problem(os.fsencode(student))
 
 
+# A student id names a folder of the output, a row of nbgrader's gradebook, a page of the
+# formgrader and a cell of the class table: nothing in it may be markup, a shell or
+# spreadsheet metacharacter, a path or a control character (docs/threat-model.md).
+STUDENT_ID_RULE = (f"a student id holds only letters, digits and . _ @ + -, starts with a letter, a digit "
+                   f"or _, and has at most {MAX_NAME_CHARS} characters")
+
+
 def student_folder_problem(name: bytes) -> str | None:
     """Why a folder name cannot be a student id (which names a folder of the output), or None."""
     if name.lower() == TABLE_NAME.encode():
         return f"the student name '{TABLE_NAME}' is the class table's file name"
-    return name_problem(name, "student")
+    if name.lower() in {output.encode() for output in OUTPUT_NAMES}:
+        return f"the student name '{display(name)}' is the name of a file the class report or export writes"
+    if why := name_problem(name, "student"):
+        return f"{why} ({STUDENT_ID_RULE})"
+    return None
+
+
+def student_folder_refusal(name: bytes) -> str | None:
+    """Why the student folder ``name`` under the class root is not graded, with the fix, or None
+    (``python -m autograder grade`` and ``nbgrader autograde`` both refuse it so)."""
+    if why := student_folder_problem(name):
+        return f"{why}; rename the folder to the student's id and grade it again"
+    return None
 
 
 def fallback_id(name: bytes) -> str:
@@ -180,6 +214,58 @@ def _stat_problem(info: os.stat_result, limit: int) -> str | None:
         return (f"it is {info.st_size / MiB:.1f} MiB, over the {limit / MiB:.0f} MiB a notebook may have; "
                 "clear its outputs (Edit > Clear Outputs of All Cells) and submit it again")
     return None
+
+
+# A JSON string once its escaped backslashes and quotes are gone: what the structure
+# check skips (a bracket in a string, such as a printed tensor, is text, not structure).
+_JSON_STRING = re.compile(rb'"[^"]*"')
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_OPENING = frozenset(b"[{")
+# Below this many values a document is parsed before its values are judged, so that a
+# notebook of many cells is told about its cells; above it, nothing is parsed (json builds
+# 10 million empty lists, 28 MiB, in 6 s and 1.2 GB).
+_PARSED_AT_MOST = 10 * MAX_JSON_VALUES
+_FIX_CELLS = ("delete the cells you added, or copy your answers into a fresh copy of the released "
+              "notebook, and submit it again")
+
+
+def structure_problem(data: bytes) -> str | None:
+    """Why the notebook JSON ``data`` (at most ``MAX_NOTEBOOK_BYTES``) is over a limit on
+    its structure, or None; the reason names the limit and the fix.
+
+    The strings, objects, lists and nesting are counted on the quotes and brackets outside
+    strings, before any parser builds them; the cells once that bounded document is parsed.
+    Invalid JSON is left to the notebook reader, which says what is wrong with it. Measured
+    on the project's 2-core machine: 3 ms for a course notebook, under 2 s for 32 MiB built
+    to be slow.
+    """
+    unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    values = unescaped.count(b'"') // 2
+    if values <= _PARSED_AT_MOST:  # else nothing more is worth counting
+        brackets = _JSON_STRING.sub(b"", unescaped).translate(None, _NOT_BRACKETS)
+        values += len(brackets) // 2
+    if values > _PARSED_AT_MOST:
+        return _values_problem(values)
+    depth = 0
+    for bracket in brackets:
+        depth += 1 if bracket in _OPENING else -1
+        if depth > MAX_JSON_DEPTH:
+            return (f"its JSON is nested more than {MAX_JSON_DEPTH} levels deep, which no notebook saved by "
+                    "Jupyter is; download the notebook again from JupyterLab (File > Save and Export Notebook "
+                    "As > Notebook), clear its outputs and submit it again")
+    try:
+        cells = json.loads(data).get("cells")
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    if isinstance(cells, list) and len(cells) > MAX_CELLS:
+        return f"it has {len(cells):,} cells, over the {MAX_CELLS:,} cells a notebook may have; {_FIX_CELLS}"
+    return _values_problem(values) if values > MAX_JSON_VALUES else None
+
+
+def _values_problem(values: int) -> str:
+    return (f"it holds about {values:,} JSON values (objects, lists and strings: cells, lines, outputs, "
+            f"metadata), over the {MAX_JSON_VALUES:,} a notebook may have; clear its outputs (Edit > Clear "
+            f"Outputs of All Cells), {_FIX_CELLS}")
 
 
 # ------------------------------------------------------------------------ trees
@@ -281,7 +367,7 @@ def _students_of(root: bytes) -> list[tuple[bytes, list[tuple[bytes, bytes]], st
             found.append((entry.name, [], f"the student folder '{display(entry.name)}' is a symbolic link; "
                                          "links are not followed"))
         elif entry.is_dir(follow_symlinks=False):
-            found.append((entry.name, _notebooks_of(entry.path), student_folder_problem(entry.name)))
+            found.append((entry.name, _notebooks_of(entry.path), student_folder_refusal(entry.name)))
         # Regular files beside the student folders belong to nobody: not graded.
     return found
 

@@ -11,7 +11,10 @@ hidden test code):
 * all points: a ``stdout`` stream, "3 of 3 points: all 3 hidden tests passed";
 * points lost: an ``error`` output, as stock nbgrader shows a failing test cell,
   with the points in its one-line summary and, for each failing hidden test, its
-  name, status and message, then the names of those that passed.
+  name, status and message, then the names of those that passed. A failed check's
+  ``detail`` (the values it compared: the reference's, for the course staff) follows
+  its test as an entry of its own, marked ``feedback_detail.STAFF_ONLY``, which the
+  formgrader shows and ``generate_feedback`` removes (``feedback_detail.RemoveStaffDetail``).
 
 The points themselves do not travel through the outputs: nbgrader's own rule
 (``utils.determine_grade``) reads partial credit from an ``execute_result``, which
@@ -61,6 +64,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
 
 from .config import GradingConfig
 from .draws import describe
+from .feedback_detail import STAFF_ONLY
 from .intake import ConfigurationError, IntakeError, Submission, read_regular_file
 from .notebook import ASSIGNMENT, cell_points, is_test_cell
 from .progress import Progress
@@ -88,17 +92,23 @@ def _points(earned: float, max_points: float) -> str:
     return f"{earned:g} of {max_points:g} point" + ("" if max_points == 1 else "s")
 
 
+def _indented(text: str) -> str:
+    """``text`` cleaned, each paragraph indented and wrapped (the formgrader and the feedback
+    show outputs in a fixed-width box), each on a line of its own after a newline."""
+    return "".join("\n" + textwrap.fill(paragraph, WRAP, initial_indent=INDENT, subsequent_indent=INDENT,
+                                        break_long_words=False, break_on_hyphens=False)
+                   for paragraph in _clean(text).splitlines())
+
+
 def feedback_lines(tests: list[TestResult]) -> list[str]:
-    """One entry per hidden test: status, points and name, then its message indented and
-    wrapped (the formgrader and the feedback show outputs in a fixed-width box)."""
-    lines = []
-    for test in tests:
-        line = f"{test.status.upper():9} {test.points:g}/{test.max_points:g}  {_clean(test.test)}"
-        for paragraph in _clean(test.message).splitlines():
-            line += "\n" + textwrap.fill(paragraph, WRAP, initial_indent=INDENT, subsequent_indent=INDENT,
-                                         break_long_words=False, break_on_hyphens=False)
-        lines.append(line)
-    return lines
+    """One entry per hidden test: status, points and name, then its message, indented and wrapped."""
+    return [f"{test.status.upper():9} {test.points:g}/{test.max_points:g}  {_clean(test.test)}"
+            + _indented(test.message) for test in tests]
+
+
+def staff_entry(test: TestResult) -> str:
+    """The course staff's detail of a failed test, as a traceback entry the feedback leaves out."""
+    return f"{STAFF_ONLY}{_indented(test.detail)}"
 
 
 def cell_outputs(tests: list[TestResult], earned: float, max_points: float, not_graded: list[str]) -> list:
@@ -119,8 +129,10 @@ def cell_outputs(tests: list[TestResult], earned: float, max_points: float, not_
         return [new_output("stream", name="stdout", text=text)]
     summary = f"{_points(earned, max_points)}: {len(failed)} of {len(tests)} hidden tests did not pass"
     traceback = [f"{RED}HiddenTestsFailed{PLAIN}: {summary}"]
-    for line in feedback_lines(failed):
+    for test, line in zip(failed, feedback_lines(failed)):
         traceback.append(f"{BOLD_RED}{line[:9]}{PLAIN}{line[9:]}")
+        if test.detail:
+            traceback.append(staff_entry(test))
     for line in feedback_lines(passed):
         traceback.append(f"{GREEN}{line[:9]}{PLAIN}{line[9:]}")
     return [new_output("error", ename="HiddenTestsFailed", evalue=summary, traceback=traceback)]
@@ -172,7 +184,7 @@ class SandboxedGrading(NbGraderPreprocessor):
         progress = AutogradeProgress.starting(self)
         submission = Submission(student, folder / f"{stem}.ipynb", f"{stem}.ipynb", stem)
         try:
-            report = self._report(nb, stem, student, course_root)
+            report = self._report(nb, stem, student, course_root, self._submitted_file(resources))
         except Exception as err:
             if progress is not None:
                 progress.done(submission, Report.problem(student, submission.name, f"not graded: {err!r}",
@@ -205,16 +217,34 @@ class SandboxedGrading(NbGraderPreprocessor):
         resources.setdefault("week6", {})[stem] = report
         return nb, resources
 
-    def _report(self, nb, stem: str, student: str, course_root: str) -> Report:
-        """The report of this notebook: from ``self.reports`` when up to date there, else graded now."""
+    def _report(self, nb, stem: str, student: str, course_root: str, submitted: Path | None) -> Report:
+        """The report of this notebook: from ``self.reports`` when up to date there, else graded now.
+
+        What is graded is the ``submitted`` file, read as ``python -m autograder grade`` reads
+        it (the same limits, the same choice among cells that share a grade_id), so that both
+        give a notebook the same score whatever nbgrader's sanitising steps changed in ``nb``
+        (``nbgrader_intake.py``); ``nb`` itself only outside an nbgrader run."""
         report = self._saved_report(Path(course_root), student, stem) if self.reports else None
-        if report is None:
+        if report is None and submitted is not None:
+            report = grade_in_subprocess(submitted, student=student, config=self._run_config(course_root))
+        elif report is None:
             with tempfile.TemporaryDirectory(prefix="autograde-") as scratch:
                 path = Path(scratch) / f"{stem}.ipynb"
                 nbformat.write(nb, path)
                 report = grade_in_subprocess(path, student=student,
                                              config=self._run_config(course_root).hiding(scratch))
         return report
+
+    def _submitted_file(self, resources) -> Path | None:
+        """The file nbgrader took this notebook from (``submitted/<student>/<assignment>/``), or
+        None outside an nbgrader converter."""
+        converter = getattr(self.parent, "parent", None)
+        info = resources.get("nbgrader", {})
+        if not isinstance(converter, BaseConverter) or converter.coursedir is None or "notebook" not in info:
+            return None
+        coursedir = converter.coursedir
+        folder = coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"])
+        return Path(folder) / f"{info['notebook']}.ipynb"
 
     def _run_config(self, course_root: str) -> GradingConfig:
         """The config of this run for a course root, with the zygote pool that serves it.

@@ -107,13 +107,20 @@ def is_written_answer(cell) -> bool:
 def read_notebook(path: Path):
     """Parse a notebook file or raise :class:`UnreadableNotebook` with the fix.
 
-    Only a regular file of bounded size is read (``intake.read_regular_file``)."""
+    Only a regular file of bounded size is read (``intake.read_regular_file``), and it is
+    parsed only within the intake's limits on its cells, JSON values and nesting
+    (``intake.structure_problem``), so that no notebook costs more than a bounded time.
+    ``python -m autograder grade`` and ``nbgrader autograde`` (``nbgrader_intake.py``)
+    both read submissions here."""
     import nbformat  # 0.9 s of imports: only where a notebook is read
 
-    from .intake import IntakeError, read_regular_file
+    from .intake import IntakeError, read_regular_file, structure_problem
 
     try:
-        raw = read_regular_file(path).decode("utf-8")
+        data = read_regular_file(path)
+        if why := structure_problem(data):
+            raise IntakeError(f"{Path(path).name}: {why}.")
+        raw = data.decode("utf-8")
     except IntakeError as err:
         raise UnreadableNotebook(str(err)) from err
     except UnicodeDecodeError as err:

@@ -5,11 +5,13 @@ process with the grading session active: every test reaches the student only
 through ``autograder.suite.Student``. :class:`ResultCollector` turns each test's
 outcome into a status, points and a message (:func:`classify`), never showing
 hidden-test code: a message comes from a failed check, a student's exception or
-the sandbox, clipped before anything keeps it.
+the sandbox, clipped before anything keeps it. A failed check's ``detail`` (what it
+compared against, for the course staff) travels beside the message, never in it.
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -78,14 +80,17 @@ class ResultCollector:
         function = item.originalname if hasattr(item, "originalname") else item.name
         if report.when == "setup" and report.skipped:
             self.rows.append(dict(cell=marker.kwargs["cell"], function=function, test=item.name,
-                                  points=float(marker.kwargs["points"]), status="skipped", message=""))
+                                  points=float(marker.kwargs["points"]), status="skipped", message="", detail=""))
             return
         if report.when != "call" and not report.failed:
             return
         if report.when == "call" and report.passed:
-            status, message, fraction = "passed", "", 1.0
+            status, message, detail, fraction = "passed", "", "", 1.0
         elif call.excinfo is not None:
             status, message = classify(call.excinfo)
+            # The staff's view of a failed check, when it says more than the student's message.
+            detail = getattr(call.excinfo.value, "detail", message) if status == "failed" else message
+            detail = "" if detail == message else detail
             # A check that gives partial credit (some of several answers right) keeps that share.
             partial = status == "failed" and isinstance(call.excinfo.value, PartialCredit)
             fraction = call.excinfo.value.fraction if partial else 0.0
@@ -94,7 +99,7 @@ class ResultCollector:
         # Clipped here, before anything keeps it: a message may quote a returned value.
         self.rows.append(dict(cell=marker.kwargs["cell"], function=function, test=item.name,
                               points=float(marker.kwargs["points"]), status=status, message=clip(message),
-                              fraction=fraction))
+                              detail=clip(str(detail)), fraction=fraction))
 
     def results(self) -> list[TestResult]:
         """Share each test's points among its variants that ran (CPU, CUDA)."""
@@ -107,20 +112,22 @@ class ResultCollector:
         forbidden = {row["cell"]: row["message"] for row in ran if row["status"] == "forbidden"}
         for row in ran:
             if row["cell"] in forbidden:
-                row["status"], row["message"] = "forbidden", forbidden[row["cell"]]
+                row["status"], row["message"], row["detail"] = "forbidden", forbidden[row["cell"]], ""
         results = []
         for row in ran:
             share = row["points"] / variants[(row["cell"], row["function"])]
             earned = share * row["fraction"] if row["status"] in ("passed", "failed") else 0.0
             results.append(TestResult(row["cell"], row["test"], row["status"], round(earned, 4),
-                                      round(share, 4), row["message"]))
+                                      round(share, 4), row["message"], row["detail"]))
         return results
 
 
-def run_hidden_suite(stem: str, session, *, device: str, draws: Draws = PUBLIC) -> list[TestResult]:
+def run_hidden_suite(stem: str, session, *, device: str, draws: Draws = PUBLIC,
+                     plugins: Sequence[object] = ()) -> list[TestResult]:
     """The results of ``stem``'s hidden suite against ``session`` (a ``GradingSession``
     or the tests' in-process stand-in), its inputs drawn with ``draws`` (the student's
-    seeds); CUDA variants only when ``device`` is cuda."""
+    seeds); CUDA variants only when ``device`` is cuda. ``plugins``: more pytest plugins
+    for the run (the repository's tests watch the suites with them)."""
     suite = suite_path(stem)
     if not suite.is_file():
         return []
@@ -138,5 +145,5 @@ def run_hidden_suite(stem: str, session, *, device: str, draws: Draws = PUBLIC) 
     if device == "cpu":
         args += ["-m", "not cuda"]
     with active_session(session, draws):
-        pytest.main(args, plugins=[collector])
+        pytest.main(args, plugins=[collector, *plugins])
     return collector.results()

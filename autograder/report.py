@@ -8,7 +8,7 @@ plugin) all render it, and the path of a job that failed builds one too
 (:meth:`Report.problem`). On disk::
 
     student, assignment, outcome, notebook, score, max_score, sandbox, device, duration_s,
-    tests: [{grade_id, test, status, points, max_points, message}], warnings: [str],
+    tests: [{grade_id, test, status, points, max_points, message[, detail]}], warnings: [str],
     and what graded it: schema_version, grader_version, suite_hash, submission_sha256,
     grader_peak_rss_mib
 
@@ -16,6 +16,13 @@ plugin) all render it, and the path of a job that failed builds one too
 ``rejected`` (it could not be taken in: a link, a misplaced or unusable file; the
 student's to fix), or ``failed`` (the grader or the machine did not finish it:
 grading it again may succeed).
+
+A test's ``message`` is what the student may read: for a hidden or drawn case it never
+quotes the expected value (``autograder.suite``). ``detail``, written only where it says
+more, is the course staff's view of the same failure, with the values the check compared:
+the report on disk and the formgrader show it; Gradescope's ``results.json``, which the
+student sees, and nbgrader's feedback (``autograder.feedback_detail``) do not. A report
+of schema 1, from before ``detail``, reads as one whose tests have none.
 
 Everything in a report that student code can influence (test messages quote
 exception texts and returned values; warnings quote file and cell names) is
@@ -62,7 +69,8 @@ class TestResult:
     status: str
     points: float
     max_points: float
-    message: str
+    message: str  # what the student may read
+    detail: str = ""  # the course staff's view, when it says more than the message (never the student's)
 
 
 @dataclass
@@ -101,14 +109,15 @@ class Report:
     def bounded(self) -> Report:
         """Clip every message and warning, so the JSON stays under ``MAX_REPORT_BYTES``; returns self."""
         for test in self.tests:
-            test.message = clip(test.message, MAX_MESSAGE_CHARS)
+            test.message, test.detail = clip(test.message, MAX_MESSAGE_CHARS), clip(test.detail, MAX_MESSAGE_CHARS)
         warnings = [clip(w, MAX_WARNING_CHARS) for w in self.warnings]
         if len(warnings) > MAX_WARNINGS:
             warnings = warnings[:MAX_WARNINGS] + [f"... and {len(warnings) - MAX_WARNINGS} more warnings"]
         self.warnings = warnings
         if len(json.dumps(self._fields())) > MAX_REPORT_BYTES:
             for test in self.tests:
-                test.message = clip(test.message, SHRUNK_MESSAGE_CHARS)
+                test.message, test.detail = clip(test.message, SHRUNK_MESSAGE_CHARS), clip(test.detail,
+                                                                                          SHRUNK_MESSAGE_CHARS)
             self.warnings = [clip(w, SHRUNK_MESSAGE_CHARS) for w in self.warnings]
         return self
 
@@ -116,7 +125,7 @@ class Report:
         data = {"student": self.student, "assignment": self.assignment, "outcome": self.outcome,
                 "notebook": self.notebook, "score": self.score, "max_score": self.max_score,
                 "sandbox": self.sandbox, "device": self.device, "duration_s": self.duration_s,
-                "tests": [dataclasses.asdict(t) for t in self.tests], "warnings": list(self.warnings)}
+                "tests": [_test_fields(t) for t in self.tests], "warnings": list(self.warnings)}
         for name in ("schema_version", "grader_version", "suite_hash", "submission_sha256", "grader_peak_rss_mib"):
             if getattr(self, name) is not None:
                 data[name] = getattr(self, name)
@@ -145,6 +154,14 @@ _STRINGS = {"student", "notebook", "outcome", "sandbox", "device", "assignment",
             "suite_hash", "submission_sha256"}
 _NUMBERS = {"score", "max_score", "duration_s", "grader_peak_rss_mib"}
 _TEST_FIELDS = {"grade_id": str, "test": str, "status": str, "message": str, "points": float, "max_points": float}
+# Fields a test may leave out (reports of schema 1 have none of them).
+_OPTIONAL_TEST_FIELDS = {"detail": str}
+
+
+def _test_fields(test: TestResult) -> dict:
+    """A test as JSON: ``detail`` only where there is one."""
+    return {name: value for name, value in dataclasses.asdict(test).items()
+            if name not in _OPTIONAL_TEST_FIELDS or value}
 
 
 def _number(value) -> bool:
@@ -167,12 +184,14 @@ def _checked(name: str, value):
     if name == "tests" and type(value) is list:
         tests = []
         for entry in value:
-            if type(entry) is not dict or set(entry) != set(_TEST_FIELDS):
-                raise ValueError(f"a test of the report does not have exactly the fields {sorted(_TEST_FIELDS)}")
-            for key, kind in _TEST_FIELDS.items():
-                if not (_number(entry[key]) if kind is float else type(entry[key]) is str):
+            if type(entry) is not dict or not set(_TEST_FIELDS) <= set(entry) <= {*_TEST_FIELDS,
+                                                                                  *_OPTIONAL_TEST_FIELDS}:
+                raise ValueError(f"a test of the report does not have exactly the fields {sorted(_TEST_FIELDS)} "
+                                 f"(and optionally {sorted(_OPTIONAL_TEST_FIELDS)})")
+            for key, kind in {**_TEST_FIELDS, **_OPTIONAL_TEST_FIELDS}.items():
+                if key in entry and not (_number(entry[key]) if kind is float else type(entry[key]) is str):
                     raise ValueError(f"a test's '{key}' is not a {'number' if kind is float else 'string'}")
-            tests.append(TestResult(**{k: float(v) if _TEST_FIELDS[k] is float else v for k, v in entry.items()}))
+            tests.append(TestResult(**{k: float(v) if _TEST_FIELDS.get(k) is float else v for k, v in entry.items()}))
         return tests
     raise ValueError(f"the report's '{name}' has the wrong type ({type(value).__name__})")
 
@@ -202,7 +221,13 @@ def read_report(path: Path) -> Report:
 
 
 def write_report(out: Path, student: str, key: str, report: Report) -> Path:
-    """Write ``out/<student>/<key>.json`` atomically: a crash leaves the old file or the new one."""
+    """Write ``out/<student>/<key>.json`` atomically: a crash leaves the old file or the new one.
+
+    A report that changes the score of the one it replaces keeps that one, with the cause,
+    in ``out/<student>/history/`` (``analytics/history.py``)."""
+    from .analytics.history import keep_previous  # it reads reports through intake, which imports this module
+
+    keep_previous(out, student, key, report)
     return _write_json(out, student, key, report.to_json())
 
 
@@ -225,7 +250,8 @@ def _write_json(out: Path, student: str, key: str, data: dict) -> Path:
 
 
 def to_gradescope(report: Report) -> dict:
-    """The report as Gradescope's autograder ``results.json``: one test per hidden test."""
+    """The report as Gradescope's autograder ``results.json``: one test per hidden test, with the
+    message a student may read (never the staff's ``detail``: students see this file)."""
     return {
         "score": report.score,
         "output": "\n".join(report.warnings),

@@ -166,7 +166,9 @@ def grade_submission(notebooks: Sequence[Path], *, student: str, config: Grading
     module-level function the process runs (``_grade_job``; the tests' stand-ins
     hang or crash on purpose).
     """
-    paths = [str(Path(notebook).resolve()) for notebook in notebooks]
+    # Absolute (the job runs from the repository) but not resolved: a notebook that is a
+    # symbolic link stays one, and the reader refuses it instead of reading its target.
+    paths = [os.path.abspath(notebook) for notebook in notebooks]
     timeout, device = config.timeout_notebook, config.device
     first = 0
     while first < len(paths):

@@ -114,6 +114,7 @@ mutant = "{NAME}_counts_false"
 [[{NAME}]]
 id = "edge_cases"
 clause = "an empty mask and a mask without True entries count 0"
+rule = "mask: BoolTensor of any shape (an empty one too), on any device."
 test = "test_{NAME}_edge_cases"
 mutant = "{NAME}_at_least_one"
 '''
@@ -292,7 +293,7 @@ def test_a_function_added_in_three_files_is_regenerated_and_graded(tmp_path):
 
     # The contract meta-test asks for the clause table; with it and the stand-ins, it passes.
     meta_tests = ("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/grading/test_clauses.py",
-                  "tests/grading/test_suites.py", "-k", STEM)
+                  "tests/grading/test_suites.py", "tests/grading/test_docstring_rules.py", "-k", STEM)
     without = in_copy(copy, *meta_tests, timeout=600)
     assert without.returncode != 0 and NAME in without.stdout, log(without)
     append(copy, CLAUSES, CLAUSE_TABLE)

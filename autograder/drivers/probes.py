@@ -17,6 +17,8 @@ Probes (``student.probe(name, **params)``), each documented below:
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -58,7 +60,10 @@ def seeded_call(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, 
     the function receives it repeated ``rows`` times, [rows, ...], a contiguous
     tensor built here, so that thousands of identical rows need not cross the
     boundary), ``return_args`` (default True; False when the test does not look
-    at the inputs afterwards, so that large inputs are not sent back).
+    at the inputs afterwards, so that large inputs are not sent back),
+    ``global_generator`` (default False; True: the function gets ``generator=None``
+    and PyTorch's global generators, of the CPU and of ``device``, are seeded with
+    ``seed`` for the calls and restored afterwards: for "None: the global generator").
 
     Returns ``{"values": [result of each call] (or their stack), "stacked": bool,
     "args_after": args after the calls (None unless return_args)}`` (to check
@@ -68,9 +73,11 @@ def seeded_call(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, 
     args, kwargs = list(params.get("args", [])), dict(params.get("kwargs", {}))
     if params.get("rows") is not None:
         args[0] = _repeat_row(args[0], params["rows"])
-    generator = torch.Generator(device=params.get("device", "cpu")).manual_seed(params["seed"])
-    kwargs[params.get("generator_kwarg", "generator")] = generator
-    values = [function(*args, **kwargs) for _ in range(params.get("repeat", 1))]
+    device, global_generator = params.get("device", "cpu"), params.get("global_generator", False)
+    kwargs[params.get("generator_kwarg", "generator")] = (
+        None if global_generator else torch.Generator(device=device).manual_seed(params["seed"]))
+    with forked_rng(device, params["seed"]) if global_generator else contextlib.nullcontext():
+        values = [function(*args, **kwargs) for _ in range(params.get("repeat", 1))]
     stackable = (params.get("stack", False) and all(type(v) is torch.Tensor for v in values)
                  and len({(v.shape, v.dtype, v.device) for v in values}) == 1)
     return {"values": torch.stack(values) if stackable else values, "stacked": bool(stackable),
@@ -91,11 +98,14 @@ def call_keeping_inputs(namespace: dict[str, Any], params: dict[str, Any]) -> di
 
     Returns ``{"value": the result, "args_after": args after the call}``: a value
     crossing the boundary is a copy, so a function that modifies its inputs can
-    only be caught here, next to the call.
+    only be caught here, next to the call. ``keep`` (a list of positions; default:
+    all) sends back only those arguments, for a call whose other arguments (a
+    model) cannot cross the boundary.
     """
     function = student_definition(namespace, params["name"])
     args = list(params.get("args", []))
-    return {"value": function(*args, **params.get("kwargs", {})), "args_after": args}
+    value = function(*args, **params.get("kwargs", {}))
+    return {"value": value, "args_after": [args[i] for i in params.get("keep", range(len(args)))]}
 
 
 @register_probe("raises")
@@ -186,17 +196,43 @@ def train_epoch_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[s
                              model, batches, **params)
 
 
+@contextlib.contextmanager
+def recording_labels(model: nn.Module) -> Iterator[list[bool]]:
+    """For each forward pass of ``model`` in the block, whether it was given ``labels`` (by
+    keyword or by position, not None). The record wraps ``model.forward`` itself, so a call of
+    ``model(...)`` and one of ``model.forward(...)`` are both seen."""
+    forward = model.forward
+    signature = inspect.signature(forward)
+    given: list[bool] = []
+
+    @functools.wraps(forward)
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            arguments = signature.bind_partial(*args, **kwargs).arguments
+        except TypeError:  # the model itself will say what is wrong with the call
+            arguments = kwargs
+        given.append(arguments.get("labels", kwargs.get("labels")) is not None)
+        return forward(*args, **kwargs)
+
+    model.forward = recorded
+    try:
+        yield given
+    finally:
+        vars(model).pop("forward", None)
+
+
 def drive_evaluate(evaluate: Callable, model: nn.Module, batches: list[dict[str, torch.Tensor]], *,
                    start_mode: str = "train", seed: int = 0, catch: bool = False) -> dict[str, Any]:
     """``evaluate(model, batches)`` after putting the model in ``start_mode``.
 
     Returns ``{"accuracy": what evaluate returned, "training": model.training
-    afterwards}`` (or ``{"raised": ...}`` when ``catch``)."""
+    afterwards, "labels_passed": whether any forward pass was given the labels}``
+    (or ``{"raised": ...}`` when ``catch``)."""
     def run() -> dict[str, Any]:
         model.train(start_mode == "train")
-        with forked_rng(next(model.parameters()).device, seed):
+        with forked_rng(next(model.parameters()).device, seed), recording_labels(model) as labels_given:
             accuracy = evaluate(model, batches)
-        return {"accuracy": accuracy, "training": bool(model.training)}
+        return {"accuracy": accuracy, "training": bool(model.training), "labels_passed": any(labels_given)}
     return _guard(catch, run)
 
 

@@ -140,7 +140,8 @@ def _expect_bits(student, seq_len: int, mask_rate: float, mlm: float, clm: float
     for key in BITS_KEYS:
         expect(type(actual[key]) is float, f"{what}[{key!r}] must be a Python float, got {type(actual[key]).__name__}")
         if math.isinf(expected[key]):
-            expect(actual[key] == expected[key], f"{what}[{key!r}] is {actual[key]!r}, expected inf (mlm_bits is 0)")
+            expect(actual[key] == expected[key], f"{what}[{key!r}] is {actual[key]!r}; the docstring says inf when "
+                                                 "mlm_bits is 0")
         else:
             expect_number(actual[key], expected[key], rel=1e-9, abs_tol=1e-12, what=f"{what}[{key!r}]")
 

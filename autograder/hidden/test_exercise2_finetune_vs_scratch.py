@@ -43,9 +43,11 @@ def _expect_counts(student, labels, n: int, seed: int, what: str) -> None:
     result = _expect_valid(student.call(labels, n, seed), plain, n, what)
     expected = _class_counts(plain, exercises.subsample_balanced(labels, n, seed))
     actual = _class_counts(plain, result)
-    expect(actual == expected,
-           f"{what} takes {actual} examples per class, expected {expected} (hand out the places one at a "
-           "time, round the classes in increasing order, skipping a class whose examples are all taken)")
+    rule = ("hand out the places one at a time, round the classes in increasing order, skipping a class whose "
+            "examples are all taken")
+    expect(actual == expected, f"{what} takes {actual} examples per class, not the counts of the docstring's rule "
+                               f"({rule})",
+           detail=f"{what} takes {actual} examples per class, expected {expected} ({rule})")
 
 
 # =============================================================== subsample_balanced (2)
@@ -99,7 +101,7 @@ def test_subsample_balanced_is_seeded_and_uniform(student):
         picked = [i for row in values[:200].tolist() for i in row if labels[i] == c]
         in_first_half = sum(i in first_half for i in picked)
         expect(len(picked) == 1000, f"class {c} got {len(picked)} places over 200 draws of 10 from 50 + 50 "
-                                    "examples, expected 1000 (5 in every draw)")
+                                    "examples; it must get 5 in every draw")
         # each of the 50 members is equally likely: half of the picks fall on the first 25 members
         expect(within_sigma(in_first_half, len(picked), 0.5),
                f"over 200 seeds, {in_first_half} of the {len(picked)} examples taken from class {c} were among "

@@ -43,8 +43,12 @@ def _expect_same_text(actual, expected: str, what: str) -> None:
     if actual == expected:
         return
     at = next((i for i, (a, b) in enumerate(zip(actual, expected)) if a != b), min(len(actual), len(expected)))
-    expect(False, f"{what} differs from the template at character {at}: expected ...{expected[max(0, at - 25):at + 25]!r}, "
-                  f"got ...{actual[max(0, at - 25):at + 25]!r} (lengths {len(expected)} and {len(actual)})")
+    # The student reads their own prompt around the first difference, never the reference's text.
+    yours = f"yours there: ...{actual[max(0, at - 25):at + 25]!r}, {len(actual)} characters in all"
+    expect(False, f"{what} differs from the template at character {at} ({yours})",
+           detail=f"{what} differs from the template at character {at}: expected "
+                  f"...{expected[max(0, at - 25):at + 25]!r}, got ...{actual[max(0, at - 25):at + 25]!r} "
+                  f"(lengths {len(expected)} and {len(actual)})")
 
 
 @graded("test_build_prompt", points=1)
@@ -160,11 +164,13 @@ def _expect_classification(student, seed: int, device: str, reviews, examples=()
     expected = (margins > 0).long()
     clear = margins.abs() > CLEAR_MARGIN
     wrong = [i for i in range(len(reviews)) if clear[i] and int(actual[i]) != int(expected[i])]
+    # Which reviews are wrong is not said: of a prediction of 0 or 1, that is the answer.
     shown = "; ".join(f"review {i} {reviews[i]!r}: predicted {int(actual[i])}, expected {int(expected[i])}"
                       for i in wrong[:3])
-    expect(not wrong, f"{what}: {len(wrong)} of {int(clear.sum())} predictions are wrong ({shown}). Check the "
-                      "prompt, the label tokens (' negative', ' positive' with their space), left padding with the "
-                      "attention mask, and that you read the logits at the last position")
+    hint = ("Check the prompt, the label tokens (' negative', ' positive' with their space), left padding with the "
+            "attention mask, and that you read the logits at the last position")
+    expect(not wrong, f"{what}: {len(wrong)} of {int(clear.sum())} predictions are wrong. {hint}",
+           detail=f"{what}: {len(wrong)} of {int(clear.sum())} predictions are wrong ({shown}). {hint}")
 
 
 @graded("test_classify_by_generation", points=1)
@@ -236,8 +242,9 @@ def _expect_targets(student, prompts, words, pad: int, what: str, **kwargs) -> N
                       what=f"{what}: {name} (a LongTensor [B, T] on the CPU, T the longest prompt + label word)")
         if not torch.equal(mine, reference):
             row = int((mine != reference).any(dim=1).nonzero()[0])
-            expect(False, f"{what}: {name} differs in row {row} (prompt {prompts[row]}, label word {words[row]}, "
-                          f"pad id {pad}): got {mine[row].tolist()}, expected {reference[row].tolist()}")
+            case = f"{what}: {name} differs in row {row} (prompt {prompts[row]}, label word {words[row]}, pad id {pad})"
+            expect(False, f"{case}: got {mine[row].tolist()}",
+                   detail=f"{case}: got {mine[row].tolist()}, expected {reference[row].tolist()}")
 
 
 def _raised(student, *args, **kwargs) -> str | None:

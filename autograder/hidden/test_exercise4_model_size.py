@@ -49,10 +49,13 @@ def _truncate(student, device: str, num_layers: int, *, seed: int = 0, layers: i
 def _expect_same_model(actual, expected, what: str) -> None:
     expect(actual["same_class"], f"{what} must return a model of the same class as its input "
                                  f"(BertForSequenceClassification), got {actual['class_name']}")
-    expect(actual["layers"] == expected["layers"],
-           f"{what}: the new encoder has {actual['layers']} layers, expected {expected['layers']}")
+    expect(actual["layers"] == expected["layers"], f"{what}: the new encoder has {actual['layers']} layers, not "
+                                                   "num_layers",
+           detail=f"{what}: the new encoder has {actual['layers']} layers, expected {expected['layers']}")
     expect(actual["config_layers"] == expected["config_layers"],
-           f"{what}: new.config.num_hidden_layers is {actual['config_layers']}, expected {expected['config_layers']}")
+           f"{what}: new.config.num_hidden_layers is {actual['config_layers']}, not num_layers",
+           detail=f"{what}: new.config.num_hidden_layers is {actual['config_layers']}, expected "
+                  f"{expected['config_layers']}")
     missing = sorted(set(expected["parameters"]) - set(actual["parameters"]))
     extra = sorted(set(actual["parameters"]) - set(expected["parameters"]))
     expect(not missing and not extra, f"{what}: the new model's parameters differ by name: missing {missing[:4]}, "

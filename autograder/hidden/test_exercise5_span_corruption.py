@@ -65,8 +65,10 @@ def _expect_layout(mask: torch.Tensor, num_noise: int, num_spans: int, what: str
     runs = _runs(mask)
     spans = sum(1 for noise, _ in runs if noise)
     expect(int(mask.sum()) == num_noise,
-           f"{what} has {int(mask.sum())} noise tokens, expected num_noise = {num_noise}")
-    expect(spans == num_spans, f"{what} has {spans} noise spans, expected num_spans = {num_spans}")
+           f"{what} has {int(mask.sum())} noise tokens, not num_noise of the docstring's rule",
+           detail=f"{what} has {int(mask.sum())} noise tokens, expected num_noise = {num_noise}")
+    expect(spans == num_spans, f"{what} has {spans} noise spans, not num_spans of the docstring's rule",
+           detail=f"{what} has {spans} noise spans, expected num_spans = {num_spans}")
     expect(not runs[0][0] and runs[-1][0],
            f"{what} must start with kept tokens and end with noise, got {mask.int().tolist()}")
 
@@ -100,7 +102,10 @@ def test_random_spans_noise_mask_edge_cases(student, device):
         what = f"random_spans_noise_mask({length}, noise_density={density}, mean_span_length={span})"
         [mask] = _noise_masks(student, length, device, seed=length, noise_density=density, mean_span_length=span)
         if isinstance(expected, list):
-            expect(mask.int().tolist() == expected, f"{what} must be {expected}, got {mask.int().tolist()}")
+            expect(mask.int().tolist() == expected,
+                   f"{what} is {mask.int().tolist()}; for this length and density the docstring's rule leaves "
+                   "one mask only (num_noise kept within 1 .. length - 1, kept tokens first, noise last)",
+                   detail=f"{what} must be {expected}, got {mask.int().tolist()}")
         else:
             _expect_layout(mask, *expected, what)
     reply = student.probe("raises", name="random_spans_noise_mask", args=[1])
@@ -120,6 +125,16 @@ def test_random_spans_noise_mask_randomness_comes_from_generator(student, device
     expect(not torch.equal(first[0], other[0]), "generators with different seeds gave the same mask")
     expect(not torch.equal(first[0], first[1]),
            "two consecutive calls with one generator gave the same mask: draw from the generator, do not re-seed")
+    # generator=None: PyTorch's global generator, so its seed decides, and the mask is on the CPU
+    seeded, alike, unlike = (
+        expect_tensor(student.probe("seeded_call", name="random_spans_noise_mask", args=[100], seed=seed,
+                                    global_generator=True)["values"][0], dtype=torch.bool, shape=(100,),
+                      device="cpu", what="random_spans_noise_mask(100) with generator=None (a BoolTensor on the CPU)")
+        for seed in (3, 3, 4))
+    expect(torch.equal(seeded, alike), "with generator=None, two calls after seeding PyTorch's global generator "
+                                       "alike gave different masks: None means the global generator")
+    expect(not torch.equal(seeded, unlike), "with generator=None, the seed of PyTorch's global generator made no "
+                                            "difference: None means the global generator, not one of your own")
 
 
 @graded("test_random_spans_noise_mask", points=1)
@@ -171,9 +186,10 @@ def test_span_corrupt_worked_example(student):
     token_ids = torch.arange(10)  # Thank you for inviting me to your party last week
     noise_mask = torch.tensor([0, 0, 1, 1, 0, 0, 0, 0, 1, 0], dtype=torch.bool)
     inputs, targets = _corrupt(student, token_ids, noise_mask, sentinel_ids=[100, 101, 102])
-    expect_equal(inputs, torch.tensor([0, 1, 100, 4, 5, 6, 7, 101, 9]),
+    # public: the release's visible test shows this very case
+    expect_equal(inputs, torch.tensor([0, 1, 100, 4, 5, 6, 7, 101, 9]), public=True,
                  what="the inputs of the worked example (Thank you <X> me to your party <Y> week)")
-    expect_equal(targets, torch.tensor([100, 2, 3, 101, 8, 102]),
+    expect_equal(targets, torch.tensor([100, 2, 3, 101, 8, 102]), public=True,
                  what="the targets of the worked example (<X> for inviting <Y> last <Z>)")
 
 
@@ -246,8 +262,7 @@ def _expect_span_losses(actual, logits: torch.Tensor, targets: torch.Tensor, *, 
                   what=f"{what} (a float32 tensor [B], one loss per row, on the device of logits)")
     for bad, word in [(torch.isnan(actual), "NaN"), (torch.isinf(actual), "infinite")]:
         expect(not bool(bad.any()), f"{what} is {word} at rows {bad.nonzero().flatten().tolist()}")
-    expect_close(actual, expected, atol=atol, rtol=rtol,
-                 what=f"{what} (per-row losses {_rounded(actual)}, expected {_rounded(expected)})")
+    expect_close(actual, expected, atol=atol, rtol=rtol, what=f"{what} (your per-row losses {_rounded(actual)})")
 
 
 @graded("test_span_corruption_loss", points=1)
@@ -276,7 +291,7 @@ def test_span_corruption_loss_padding_and_empty_rows(student, device):
     _expect_span_losses(actual, logits, targets, what=what)
     empty = (targets == -100).all(dim=1)
     expect(bool((actual[empty] == 0).all()),
-           f"span_corruption_loss gives rows with nothing scored {actual[empty].tolist()}, expected 0.0 each")
+           f"span_corruption_loss gives rows with nothing scored {actual[empty].tolist()}; each must be 0.0")
     # What the logits say at padded positions must not matter.
     padded = (targets == -100).unsqueeze(-1)
     other = _span_logits(len(lengths), width, vocab, seed=542, device=device, scale=50.0)

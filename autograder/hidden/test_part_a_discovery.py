@@ -168,9 +168,10 @@ def _expect_answers(student, name: str, group: str, what: str, hint: str) -> Non
     items = [item for item, answer in key.items() if answer == group]
     given = _answers_of(student, name, key)
     wrong = _wrong(name, given, items)
-    expect_each(len(items) - len(wrong), len(items),
-                f"{len(items) - len(wrong)} of the {len(items)} {what} are right; marked otherwise: "
-                f"{', '.join(repr(item) for item in wrong)} ({hint})")
+    # Which items are wrong is not said: of a choice between two groups, that is the answer key.
+    right = f"{len(items) - len(wrong)} of the {len(items)} {what} are right"
+    expect_each(len(items) - len(wrong), len(items), f"{right} ({hint})",
+                detail=f"{right}; marked otherwise: {', '.join(repr(item) for item in wrong)} ({hint})")
 
 
 @graded("test_spanish_reuse", points=1)

@@ -108,12 +108,14 @@ def _scattered_specials(batch: int, length: int, seed: int) -> torch.Tensor:
 
 
 def _mask_tokens(student, ids: torch.Tensor, device: str, *, seed: int, repeat: int = 1,
-                 input_after: bool = False, **kwargs):
+                 input_after: bool = False, global_generator: bool = False, **kwargs):
     """The student's (masked_ids, labels) for each of ``repeat`` calls, and the input after them
-    (only when ``input_after``: sending it back costs as much as sending it)."""
+    (only when ``input_after``: sending it back costs as much as sending it). With
+    ``global_generator``, generator=None and PyTorch's global generator seeded with ``seed``."""
     kwargs = {"mask_token_id": MASK_ID, "vocab_size": VOCAB, "special_token_ids": SPECIALS, **kwargs}
     reply = student.probe("seeded_call", name="mask_tokens", args=[ids.to(device)], kwargs=kwargs,
-                          seed=seed, device=device, repeat=repeat, return_args=input_after)
+                          seed=seed, device=device, repeat=repeat, return_args=input_after,
+                          global_generator=global_generator)
     pairs = []
     for value in reply["values"]:
         masked, labels = expect_pair(value, what="mask_tokens", names="input_ids, labels")
@@ -272,6 +274,15 @@ def test_mask_tokens_randomness_comes_from_generator(student, device):
     expect(not torch.equal(one[0][0], three[0][0]),
            "with mlm_probability=1.0, generators with different seeds gave the same masked_ids: the 80/10/10 "
            "choice must come from the generator")
+    # generator=None: PyTorch's global generator, so its seed decides
+    seeded, alike, unlike = (_mask_tokens(student, ids, device, seed=seed, global_generator=True)[0][0]
+                             for seed in (18, 18, 19))
+    expect(torch.equal(seeded[0], alike[0]) and torch.equal(seeded[1], alike[1]),
+           "with generator=None, two calls after seeding PyTorch's global generator alike gave different "
+           "results: None means the global generator")
+    expect(not (torch.equal(seeded[0], unlike[0]) and torch.equal(seeded[1], unlike[1])),
+           "with generator=None, the seed of PyTorch's global generator made no difference: None means the "
+           "global generator, not a generator of your own")
 
 
 # =============================================================== mlm_signal (2)
@@ -366,19 +377,23 @@ def _expect_valid_pairs(pairs, documents, what: str) -> None:
     """The invariants every correct result has, whatever the coins."""
     expect(type(pairs) is list, f"{what} must return a list, got {type(pairs).__name__}")
     firsts = [(d, i) for d, document in enumerate(documents) for i in range(len(document) - 1)]
-    expect(len(pairs) == len(firsts), f"{what} gave {len(pairs)} examples, expected {len(firsts)}: one for every "
-                                      "sentence that has a next one in its document, in order")
+    expect(len(pairs) == len(firsts), f"{what} gave {len(pairs)} examples; it must give one for every sentence that "
+                                      "has a next one in its document, in order",
+           detail=f"{what} gave {len(pairs)} examples, expected {len(firsts)}")
     where = {sentence: (d, i) for d, document in enumerate(documents) for i, sentence in enumerate(document)}
     for n, ((d, i), example) in enumerate(zip(firsts, pairs)):
         expect(type(example) is tuple and len(example) == 3, f"{what}: each example must be a tuple (A, B, label), "
                                                              f"got {example!r}")
         a, b, label = example
-        expect(a == documents[d][i], f"{what}: example {n} has A = {a!r}, expected {documents[d][i]!r} "
-                                     "(documents in order, then sentences)")
+        expect(a == documents[d][i], f"{what}: example {n} has A = {a!r}, not the sentence at that place "
+                                     "(documents in order, then sentences)",
+               detail=f"{what}: example {n} has A = {a!r}, expected {documents[d][i]!r}")
         expect(type(label) is int and label in (0, 1), f"{what}: labels must be the ints 0 or 1, got {label!r}")
         if label == sentence_pairs.IS_NEXT:
             expect(b == documents[d][i + 1], f"{what}: an IsNext example (label 0) must pair A with the sentence "
-                                             f"after it, {documents[d][i + 1]!r}, got {b!r}")
+                                             f"after it in its document, got {b!r} for A = {a!r}",
+                   detail=f"{what}: an IsNext example (label 0) must pair A with the sentence after it, "
+                          f"{documents[d][i + 1]!r}, got {b!r}")
         else:
             expect(b in where and where[b][0] != d, f"{what}: a NotNext example (label 1) must take B from "
                                                     f"another document, got {b!r} for A = {a!r}")
@@ -613,14 +628,14 @@ def test_attention_half_precision(student, device):
 # =============================================================== attention_connections (2)
 @graded("test_attention_connections", points=1)
 def test_attention_connections_bidirectional(student):
-    for n in (1, 2, 7, 512, *drawn_ints(64, 3, 5000)):
+    for n in (0, 1, 2, 7, 512, *drawn_ints(64, 3, 5000)):  # n >= 0: no tokens, no pairs
         expect_equal(student.call(n, causal=False), attention.attention_connections(n, causal=False),
                      what=f"attention_connections({n}, causal=False)")
 
 
 @graded("test_attention_connections", points=1)
 def test_attention_connections_causal(student):
-    for n in (1, 2, 7, 512, *drawn_ints(65, 3, 5000)):
+    for n in (0, 1, 2, 7, 512, *drawn_ints(65, 3, 5000)):
         expect_equal(student.call(n, causal=True), attention.attention_connections(n, causal=True),
                      what=f"attention_connections({n}, causal=True)")
 
@@ -764,11 +779,13 @@ DRAWS = 30_000
 
 
 def _samples(student, logits: torch.Tensor, device: str, *, seed: int, repeat: int = 1, rows: int | None = None,
-             **kwargs):
+             global_generator: bool = False, **kwargs):
     """The student's tokens for ``logits`` [B, V] (or, with ``rows``, for the one row of ``logits``
-    repeated ``rows`` times in the sandbox), for each of ``repeat`` calls."""
+    repeated ``rows`` times in the sandbox), for each of ``repeat`` calls. With ``global_generator``,
+    generator=None and PyTorch's global generator seeded with ``seed``."""
     reply = student.probe("seeded_call", name="sample_next_token", args=[logits.to(device)], kwargs=kwargs,
-                          seed=seed, device=device, repeat=repeat, rows=rows, return_args=False)
+                          seed=seed, device=device, repeat=repeat, rows=rows, return_args=False,
+                          global_generator=global_generator)
     return [expect_tensor(value, dtype=torch.int64, shape=(rows or logits.size(0),), device=device,
                           what="sample_next_token's result (one token id per row)").cpu()
             for value in reply["values"]]
@@ -783,14 +800,21 @@ def _expect_frequencies(student, device: str, *, seed: int, **kwargs) -> None:
     expect(bool(((tokens >= 0) & (tokens < 10)).all()), f"sample_next_token({setting}) returned ids outside [0, V)")
     for token in range(10):
         count, p = int(counts[token]), float(probs[token])
+        # The student reads how often a token was drawn, never its probability (nor the band's
+        # width, from which the probability follows).
         if p == 0.0:
-            expect(count == 0, f"sample_next_token({setting}) drew token {token} {count} times, but that token "
-                               "is filtered out (top-k / top-p) and must never be drawn")
+            expect(count == 0, f"sample_next_token({setting}) drew {count} times a token that top-k / top-p "
+                               "filtering removes with these settings: a removed token must never be drawn",
+                   detail=f"sample_next_token({setting}) drew token {token} {count} times, but that token "
+                          "is filtered out (top-k / top-p) and must never be drawn")
         else:
             # 5-sigma band around the reference probability
             expect(within_sigma(count, DRAWS, p),
-                   f"sample_next_token({setting}) drew token {token} in {count / DRAWS:.4f} of {DRAWS} draws; "
-                   f"its probability is {p:.4f} (5-sigma band: ±{5 * math.sqrt(p * (1 - p) / DRAWS):.4f})")
+                   f"sample_next_token({setting}) drew token {token} in {count / DRAWS:.4f} of {DRAWS} draws, "
+                   "outside the 5-sigma band around its probability with these settings",
+                   detail=f"sample_next_token({setting}) drew token {token} in {count / DRAWS:.4f} of {DRAWS} "
+                          f"draws; its probability is {p:.4f} (5-sigma band: "
+                          f"±{5 * math.sqrt(p * (1 - p) / DRAWS):.4f})")
 
 
 @graded("test_sample_next_token", points=1)
@@ -807,6 +831,23 @@ def test_sample_next_token_frequencies_with_top_k_and_top_p(student, device):
                 dict(temperature=1.5, top_p=0.7), dict(temperature=0.8, top_k=6, top_p=0.9)]
     for seed, kwargs in enumerate(settings, start=10):
         _expect_frequencies(student, device, seed=seed, **kwargs)
+    # k > V keeps every token: torch.topk(scores, k) alone fails there, and the k-th highest score
+    # read at position V - k of an ascending sort wraps round to a middle one and drops tokens
+    beyond = dict(top_k=SAMPLING_LOGITS.numel() + 7)
+    reply = student.probe("raises", name="sample_next_token", args=[SAMPLING_LOGITS[None].to(device)],
+                          kwargs=beyond)
+    expect(reply["raised"] is None, f"sample_next_token with top_k larger than the vocabulary raised "
+                                    f"{reply['raised']}; k > V must keep every token")
+    [tokens] = _samples(student, SAMPLING_LOGITS[None], device, seed=15, rows=DRAWS, **beyond)
+    expect(set(tokens.tolist()) == set(range(SAMPLING_LOGITS.numel())),
+           "with top_k larger than the vocabulary, some tokens were never drawn (k > V keeps every token)")
+    _expect_frequencies(student, device, seed=16, **beyond)
+    # tokens tied with the k-th highest score are kept too: with top_k=2, token 0 and the three tied second
+    tied, kept = torch.tensor([[1.5, 0.7, -0.4, 0.7, 0.0, 0.7, -1.0]]), {0, 1, 3, 5}
+    drawn = set(_samples(student, tied, device, seed=17, rows=4000, top_k=2)[0].tolist())
+    expect(drawn <= kept, "with top_k=2, sample_next_token drew a token below the 2nd highest score")
+    expect(drawn == kept, "with top_k=2 and three tokens tied at the 2nd highest score, some of them were never "
+                          "drawn: tokens tied with the k-th highest score are kept too")
 
 
 @graded("test_sample_next_token", points=1)
@@ -819,8 +860,21 @@ def test_sample_next_token_greedy_limits(student, device):
         [tokens] = _samples(student, logits, device, seed=seed, **kwargs)
         setting = ", ".join(f"{k}={v}" for k, v in kwargs.items())
         expect(torch.equal(tokens, argmax),
-               f"sample_next_token({setting}) must return the argmax of every row {argmax.tolist()}, "
-               f"got {tokens.tolist()}")
+               f"sample_next_token({setting}) must return the argmax of every row, got {tokens.tolist()}",
+               detail=f"sample_next_token({setting}) must return the argmax of every row {argmax.tolist()}, "
+                      f"got {tokens.tolist()}")
+    # temperature 0 with tied highest scores: the lowest tied id, as torch.argmax
+    tied = torch.tensor([[0.5, 2.0, -1.0, 2.0, 0.1], [3.0, 1.0, 3.0, 3.0, 0.0]])
+    [tokens] = _samples(student, tied, device, seed=37, temperature=0.0)
+    expect(torch.equal(tokens, tied.argmax(dim=-1)),
+           "with temperature=0 and tied highest scores, sample_next_token did not return the lowest tied id "
+           "(ties go to the lowest id, as torch.argmax)")
+    # p = 0 gives greedy: the most likely token is always kept, and with p = 0 nothing else is
+    for row in range(2):
+        [tokens] = _samples(student, logits[row:row + 1], device, seed=35 + row, rows=500, top_p=0.0)
+        expect(bool((tokens == argmax[row]).all()),
+               "with top_p=0, sample_next_token drew tokens other than the most likely one: p = 0 keeps "
+               "only the most likely token (greedy), it does not switch the filter off")
 
 
 @graded("test_sample_next_token", points=1)
@@ -838,6 +892,13 @@ def test_sample_next_token_shapes_and_generator(student, device):
     expect(not torch.equal(first[0], other[0]), "generators with different seeds drew the same 64 tokens")
     expect(not torch.equal(first[0], first[1]),
            "two consecutive calls with one generator drew the same 64 tokens: draw from the generator, do not re-seed")
+    # generator=None: PyTorch's global generator, so its seed decides
+    [seeded], [alike], [unlike] = (_samples(student, logits, device, seed=seed, global_generator=True)
+                                   for seed in (43, 43, 44))
+    expect(torch.equal(seeded, alike), "with generator=None, two calls after seeding PyTorch's global generator "
+                                       "alike drew different tokens: None means the global generator")
+    expect(not torch.equal(seeded, unlike), "with generator=None, the seed of PyTorch's global generator made no "
+                                            "difference: None means the global generator, not one of your own")
     for kwargs in (dict(temperature=-0.5), dict(top_k=0), dict(top_p=1.5), dict(top_p=-0.1)):
         reply = student.probe("raises", name="sample_next_token", args=[logits.to(device)], kwargs=kwargs)
         setting = ", ".join(f"{k}={v}" for k, v in kwargs.items())
@@ -934,8 +995,12 @@ def _expect_tokens(actual, expected: torch.Tensor, what: str) -> None:
     expect_tensor(actual, dtype=torch.int64, device=expected.device, what=what)
     expect(actual.dim() == 2 and actual.size(0) == expected.size(0),
            f"{what} must be [B, T + n], got shape {list(actual.shape)}")
+    # The student reads their own tokens and how many differ, never the reference's decoding.
+    differ = (f"in {int((actual != expected).sum())} of {expected.numel()} tokens" if actual.shape == expected.shape
+              else "in its length")
     expect(actual.shape == expected.shape and torch.equal(actual, expected),
-           f"{what} is {actual.tolist()}, expected {expected.tolist()}")
+           f"{what} is {actual.tolist()}, which differs from the expected decoding {differ}",
+           detail=f"{what} is {actual.tolist()}, expected {expected.tolist()}")
 
 
 @graded("test_greedy_decode", points=1)
@@ -1131,10 +1196,13 @@ def test_beam_search_edge_cases(student, device):
     prompt = _prompt(1, 5, seed=3, device=device)
     _expect_tokens(student.call(ref, prompt, num_beams=3, max_new_tokens=0), prompt.clone(),
                    "beam_search with max_new_tokens=0 (the prompt unchanged)")
-    # the result is the prompt, unchanged, then the generated tokens
+    # the result is the prompt, unchanged, then the generated tokens; input_ids itself is not modified
     kwargs = dict(num_beams=2, max_new_tokens=3, eos_token_id=7)
-    _expect_tokens(student.call(ref, prompt, **kwargs), _decoded(decoding.beam_search, 3, device, prompt, **kwargs),
+    reply = student.probe("call_keeping_inputs", name="beam_search", args=[ref, prompt], kwargs=kwargs, keep=[1])
+    _expect_tokens(reply["value"], _decoded(decoding.beam_search, 3, device, prompt, **kwargs),
                    "beam_search(num_beams=2, max_new_tokens=3, eos_token_id=7) (the prompt, then the generated tokens)")
+    expect(torch.equal(reply["args_after"][0], prompt), "beam_search modified its input_ids; leave the prompt as it is "
+                                                        "(work on a copy)")
     # a batch of prompts and num_beams < 1 are refused
     for args, kwargs, what in [([_prompt(2, 3, seed=3, device=device)], dict(num_beams=2), "a batch of 2 prompts"),
                                ([prompt], dict(num_beams=0), "num_beams=0")]:

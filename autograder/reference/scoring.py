@@ -71,8 +71,8 @@ def top_k_mask_predictions(logits: torch.Tensor, input_ids: torch.Tensor, mask_t
         (probs, ids) with one row per [MASK], left to right, on the device of
         ``logits``: probs float32 [n_masks, k], the largest values of the softmax
         over the whole vocabulary (computed in float32), in decreasing order; ids
-        int64 [n_masks, k]. Shapes [0, k] when there is no [MASK]. Ties are
-        ordered as ``torch.topk`` orders them.
+        int64 [n_masks, k]. Shapes [0, k] when there is no [MASK]; tied
+        probabilities come in the order ``torch.topk`` gives them.
     """
     if logits.dim() == 3:
         if logits.size(0) != 1:

@@ -1353,7 +1353,8 @@ ATTACK_EXPECTATIONS: dict[str, dict] = {
     "nora_nan_answers": {"statuses": {
         "test_sequence_logprob": "failed", "test_top_k_next_tokens": "failed", "test_pretraining_costs": "failed",
         "test_spanish_reuse": "passed"},
-        "messages": ["must be a finite number", "has NaN where", "has inf or -inf where", "is nan, expected"]},
+        "messages": ["must be a finite number", "has NaN where", "has inf or -inf where",
+                     "is nan, not the expected value"]},
     "otto_kills_the_worker": {"statuses": {
         "test_sequence_logprob": "error", "test_top_k_next_tokens": "error", "test_pretraining_costs": "error",
         "test_spanish_reuse": "passed", "test_task_categories": "passed"},

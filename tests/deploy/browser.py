@@ -103,6 +103,26 @@ def until(condition: Callable[[], Any], seconds: float, message: str, poll: floa
     return WebDriverWait(object(), seconds, poll_frequency=poll).until(lambda _: condition(), message)
 
 
+def network_quiet(driver: Any, quiet: float = 2.0, seconds: float = 60) -> None:
+    """Wait until the page has made no new request for ``quiet`` seconds.
+
+    What a page's scripts do with the network (a chain of API calls) ends before
+    its effects can be checked; a request counts once it completes.
+    """
+    import time
+
+    count = "return performance.getEntriesByType('resource').length;"
+    last = [driver.execute_script(count), time.monotonic()]
+
+    def settled() -> bool:
+        now = driver.execute_script(count)
+        if now != last[0]:
+            last[:] = [now, time.monotonic()]
+        return time.monotonic() - last[1] >= quiet
+
+    until(settled, seconds, f"the page kept making requests for {seconds} s", poll=0.25)
+
+
 def screenshot(driver: Any, name: str, docs: str | None = None) -> Path:
     """Save the window as ``<artifacts>/<name>.png``.
 

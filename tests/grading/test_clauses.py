@@ -14,6 +14,14 @@ a solution cell defines), one entry per clause:
     the hidden test (a function of ``autograder/hidden/test_<stem>.py``) that checks the clause;
     it must score the item's cell.
 
+optionally
+
+``rule``
+    the docstring's words that state the clause (a string, or a list of strings), verbatim up to
+    whitespace: every rule the docstring states (an error raised, an input not modified, a call
+    not allowed, an edge case) must stand inside such a quotation or a tolerance's ``stated``
+    (test_docstring_rules.py),
+
 and exactly one of:
 
 ``mutant``
@@ -35,7 +43,8 @@ at once (each item is its own cell, and points are per cell), so a notebook's su
 often as its item with the most clauses has mutants.
 
 ``python -m tests.grading.test_clauses`` grades every mutant and prints the number of clauses,
-how many have a mutant, how many are tolerated or forbidden-call clauses, and the kill rate.
+how many have a mutant, how many are tolerated or forbidden-call clauses, the kill rate, and how
+many rules the graded docstrings state and how many of them no clause quotes.
 """
 from __future__ import annotations
 
@@ -52,7 +61,7 @@ import torch
 from autograder.draws import PUBLIC, Draws
 from autograder.forbidden import RULES
 from autograder.pytest_plugin import run_hidden_suite, suite_path
-from tests.grading import variants
+from tests.grading import docstring_rules, variants
 from tests.grading.inprocess import (
     GRADER_BUG,
     InProcessSession,
@@ -151,8 +160,12 @@ def test_every_clause_names_its_test_and_a_mutant_or_a_reason(stem):
             assert clause.get("clause") and "\n" not in clause["clause"], f"{where}: the clause in one line"
             kinds = [kind for kind in KINDS if kind in clause]
             assert len(kinds) == 1, f"{where}: needs exactly one of {KINDS}, has {kinds}"
-            unknown = set(clause) - {"id", "clause", "test", "device", "stated", "checked_by", *KINDS}
+            unknown = set(clause) - {"id", "clause", "test", "device", "stated", "checked_by", "rule", *KINDS}
             assert not unknown, f"{where}: unknown keys {sorted(unknown)}"
+            rule = clause.get("rule", [])
+            quoted = [rule] if isinstance(rule, str) else rule
+            assert isinstance(quoted, list) and all(isinstance(words, str) and words.strip() for words in quoted), (
+                f"{where}: rule is the docstring's words, a string or a list of strings")
             if kinds == ["forbidden"]:
                 assert clause["forbidden"] == grade_ids(stem)[name] and clause["forbidden"] in RULES, (
                     f"{where}: names no rule of autograder/forbidden.py for {grade_ids(stem)[name]}")
@@ -246,6 +259,14 @@ def main() -> int:
           f"{count['tolerated']} tolerated, {count['forbidden']} forbidden-call clauses checked in the worker")
     print(f"kill rate: {killed}/{graded} mutants lose points on their item"
           + (f" ({unverified} device mutants need a GPU and were not graded)" if unverified else ""))
+    stated = [(stem, name, docstring_rules.rules(text), docstring_rules.unclaimed(text, table(stem).get(name, [])))
+              for stem in STEMS for item in COURSE.notebook(stem).solutions
+              for name, text in docstring_rules.docstrings(item.source).items()]
+    print(f"docstring rules: {sum(len(found) for *_, found, _ in stated)} found in the docstrings of "
+          f"{sum(bool(found) for *_, found, _ in stated)} graded items, "
+          f"{sum(len(left) for *_, left in stated)} quoted by no clause")
+    problems += [f"{stem}: {name} states a rule no clause quotes: {rule.sentence}"
+                 for stem, name, _, left in stated for rule in left]
     for problem in problems:
         print(problem)
     return 1 if problems else 0

@@ -147,6 +147,63 @@ def test_read_regular_file_refuses_what_is_not_a_regular_file(tmp_path, private_
     assert intake.read_regular_file(private_file) == SECRET.encode()
 
 
+# ----------------------------------------------------------------------- what a notebook holds
+def _padded(tmp_path: Path, cells: int = 0, metadata=None) -> Path:
+    """Alice's notebook with ``cells`` empty cells more and ``metadata`` on its first cell,
+    written as plain JSON (nbformat would validate every cell)."""
+    notebook = json.loads(FULL.read_text())
+    notebook["cells"] += [{"cell_type": "code", "execution_count": None, "id": f"pad{i}", "metadata": {},
+                           "outputs": [], "source": ""} for i in range(cells)]
+    if metadata is not None:
+        notebook["cells"][0]["metadata"]["extra"] = metadata
+    path = tmp_path / f"{SMALL}.ipynb"
+    path.write_text(json.dumps(notebook))
+    return path
+
+
+def _nested(depth: int):
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("build, fragments", [
+    (lambda tmp: _padded(tmp, cells=intake.MAX_CELLS), [f"{intake.MAX_CELLS:,} cells", "delete the cells you added"]),
+    (lambda tmp: _padded(tmp, metadata=[[] for _ in range(intake.MAX_JSON_VALUES)]),
+     [f"{intake.MAX_JSON_VALUES:,} a notebook may have", "Clear Outputs"]),
+    (lambda tmp: _padded(tmp, metadata=["line"] * intake.MAX_JSON_VALUES), ["JSON values", "Clear Outputs"]),
+    (lambda tmp: _padded(tmp, metadata=[[]] * (20 * intake.MAX_JSON_VALUES)), ["JSON values", "Clear Outputs"]),
+    (lambda tmp: _padded(tmp, metadata=_nested(intake.MAX_JSON_DEPTH)),
+     [f"nested more than {intake.MAX_JSON_DEPTH} levels", "download the notebook again"]),
+])
+def test_a_notebook_over_a_limit_of_its_structure_is_refused_before_nbformat_reads_it(tmp_path, monkeypatch,
+                                                                                      build, fragments):
+    import nbformat
+
+    from autograder.notebook import UnreadableNotebook, read_notebook
+
+    path = build(tmp_path)
+    monkeypatch.setattr(nbformat, "reads", lambda *a, **k: pytest.fail("nbformat read a notebook over a limit"))
+    with pytest.raises(UnreadableNotebook) as refused:
+        read_notebook(path)
+    assert str(refused.value).startswith(f"{SMALL}.ipynb: ")
+    for fragment in fragments:
+        assert fragment in str(refused.value)
+
+
+def test_a_notebook_just_within_every_limit_is_read(tmp_path):
+    """The last cell, object and level a notebook may have are allowed; brackets in text
+    (code, a printed tensor) are not structure."""
+    from autograder.notebook import read_notebook
+
+    cells = intake.MAX_CELLS - len(json.loads(FULL.read_text())["cells"])
+    # The first cell's metadata is 3 levels down (document, cells, cell, metadata, extra).
+    path = _padded(tmp_path, cells=cells, metadata=[_nested(intake.MAX_JSON_DEPTH - 5), "[[[[" * 100, "{" * 100])
+    assert len(read_notebook(path).cells) == intake.MAX_CELLS
+    assert intake.structure_problem(FULL.read_bytes()) is None
+
+
 # ----------------------------------------------------------------------- names
 @pytest.mark.parametrize("raw, fragment", [
     (b"\xff\xfe.ipynb", "not valid UTF-8"),
@@ -177,6 +234,30 @@ def test_unusable_student_folder_names_are_reported_not_fatal(tmp_path):
     assert len(rejected) == 3
     assert all(s.student.startswith("unusable-name-") for s in rejected)
     assert len({s.student for s in rejected}) == 3
+
+
+@pytest.mark.parametrize("name", ["<img src=x onerror=alert(1)>", "<script>", "$(touch pwned)", "`id`",
+                                  "a;rm -rf ~", "x'onmouseover='1", 'say"hi"', "a b", "a&b", "50%", "-rf", "~root",
+                                  "a\u202eb", "a" * (intake.MAX_NAME_CHARS + 1)])
+def test_student_ids_with_markup_shell_or_control_characters_are_refused(tmp_path, name):
+    """Refused with the rule and the fix, under a report name of its own; never graded as
+    a mangled name, and the rest of the class is graded."""
+    root = tmp_path / "submitted"
+    notebook(root / "heidi" / "week6")
+    notebook(root / name / "week6")
+    found = intake.collect([root])
+    assert graded(found) == {("heidi", f"{SMALL}.ipynb")}
+    (refused,) = [s for s in found if s.problem]
+    assert refused.student.startswith("unusable-name-") and refused.path is None
+    assert intake.STUDENT_ID_RULE in refused.problem and "rename the folder to the student's id" in refused.problem
+
+
+def test_usable_student_ids_are_graded_under_their_own_name(tmp_path):
+    root = tmp_path / "submitted"
+    names = ["s1234567", "ada.lovelace@example.org", "jose+week6", "_ta-check", "José", "M_Ng-2"]
+    for name in names:
+        notebook(root / name / "week6")
+    assert graded(intake.collect([root])) == {(name, f"{SMALL}.ipynb") for name in names}
 
 
 # ----------------------------------------------------------------------- the class run

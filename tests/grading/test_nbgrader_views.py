@@ -342,3 +342,22 @@ def test_export_through_nbgrader_has_notebook_columns(course):
     assert float(rows["pat"]["part_b_bert_gpt_score"]) == 45 and float(rows["pat"]["part_b_bert_gpt_max_score"]) == 59
     assert float(rows["carol_half_correct"]["part_a_discovery_score"]) == 0
     assert list(rows["pat"])[11::2] == [f"{name}_score" for name in load_course().stems]
+
+
+@pytest.mark.slow
+def test_the_formgrader_shows_the_staff_detail_and_the_feedback_leaves_it_out(course):
+    """The staff's detail of a failure (the reference's values) is in the autograded notebook the
+    formgrader shows, and not in the feedback HTML that students receive."""
+    from autograder.feedback_detail import is_staff_only
+
+    root, _ = course
+    staff = [entry for cell in autograded(root, "carol_half_correct").cells if cell.cell_type == "code"
+             for output in cell.get("outputs", []) if output.output_type == "error"
+             for entry in output.traceback if is_staff_only(entry)]
+    expected = sorted({m.group(0) for entry in staff for m in re.finditer(r"expected -?\d+\.\d{3,}", entry)})
+    assert staff and expected, "the failed checks of Carol's notebook keep what they compared for the TA"
+    nbgrader(root, "generate_feedback", "week6", "--force")
+    html = (root / "feedback" / "carol_half_correct" / "week6" / f"{STEM}.html").read_text()
+    assert "differs from the expected values" in html, "the students' messages are in the feedback"
+    assert "For the course staff" not in html
+    assert not [text for text in expected if text in html], "the feedback quotes the reference's values"

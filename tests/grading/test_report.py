@@ -110,6 +110,10 @@ def test_a_report_read_back_is_checked_and_clipped(tmp_path):
     ("tests", [{"grade_id": "g"}], "exactly the fields"),
     ("tests", [{"grade_id": "g", "test": "t", "status": "passed", "points": "1", "max_points": 1.0,
                 "message": ""}], "'points' is not a number"),
+    ("tests", [{"grade_id": "g", "test": "t", "status": "failed", "points": 0.0, "max_points": 1.0,
+                "message": "m", "detail": ["expected 4"]}], "'detail' is not a string"),
+    ("tests", [{"grade_id": "g", "test": "t", "status": "failed", "points": 0.0, "max_points": 1.0,
+                "message": "m", "expected": 4}], "exactly the fields"),
     ("student", None, "'student' has the wrong type"),
 ])
 def test_a_tampered_report_is_refused_with_the_field_named(tmp_path, field, value, fragment):
@@ -118,3 +122,46 @@ def test_a_tampered_report_is_refused_with_the_field_named(tmp_path, field, valu
     (tmp_path / "r.json").write_text(json.dumps(data))
     with pytest.raises(ValueError, match=fragment):
         read_report(tmp_path / "r.json")
+
+
+# ------------------------------------------------------------------ the staff's detail of a failure
+def report_with_detail() -> Report:
+    report = report_with(["the loss differs from the expected values: it is off by more than 1000x the tolerance"])
+    report.tests[0].detail = "the loss differs from the expected values by up to 2.35; got 0, expected 2.3456"
+    report.tests.append(TestResult("g", "t_ok", "passed", 1.0, 1.0, ""))
+    return report
+
+
+def test_the_detail_is_kept_for_the_staff_and_read_back(tmp_path):
+    report = report_with_detail()
+    path = write_report(tmp_path, "s", "n", report)
+    on_disk = json.loads(path.read_text())
+    assert on_disk["tests"][0]["detail"].endswith("expected 2.3456")
+    assert "detail" not in on_disk["tests"][1], "a test without a detail is written as before"
+    assert read_report(path) == report
+
+
+def test_a_report_of_schema_1_without_details_is_still_read(tmp_path):
+    data = report_with(["m"]).to_json()
+    data["schema_version"] = 1
+    assert all("detail" not in test for test in data["tests"])
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    (test,) = read_report(tmp_path / "old.json").tests
+    assert (test.message, test.detail) == ("m", "")
+
+
+def test_gradescope_results_carry_the_students_message_never_the_detail(tmp_path):
+    report = report_with_detail()
+    text = write_gradescope(tmp_path, "alice", "part_a", report).read_text()
+    assert "off by more than 1000x the tolerance" in text
+    assert "2.3456" not in text and "2.35" not in text and "detail" not in text
+
+
+def test_a_detail_is_clipped_like_a_message():
+    report = report_with(["m"])
+    report.tests[0].detail = "expected " + "9" * 10_000_000
+    assert len(report.to_json()["tests"][0]["detail"]) == MAX_MESSAGE_CHARS
+    shrunk = report_with(["y" * 50_000] * 400)
+    for test in shrunk.tests:
+        test.detail = "z" * 50_000
+    assert len(json.dumps(shrunk.to_json(), indent=2)) <= MAX_REPORT_BYTES

@@ -3,7 +3,9 @@
 * Exercise 3: the classification tests are discriminating: a classifier that
   always answers the same class fails each of them.
 * Part A's quizzes give credit per answer: one wrong answer costs its share only,
-  and a defensible alternative the answer key accepts costs nothing.
+  and a defensible alternative the answer key accepts costs nothing. The student reads
+  how many answers are wrong, never which (of a choice between two groups, that is the
+  answer key); the staff's detail names them.
 
 Suites run in this process with a stand-in student (tests/grading/inprocess.py), on the CPU.
 """
@@ -46,5 +48,9 @@ def test_quizzes_give_credit_per_answer():
     assert cells["test_task_categories"] == (2 - 1 / 2, 2.0)
     failed = {r.test: r for r in results if r.status == "failed"}
     assert set(failed) == {"test_spanish_reuse_what_transfers", "test_task_categories_specific_skills"}
-    assert "'the Latin alphabet'" in failed["test_spanish_reuse_what_transfers"].message
-    assert "3 of the 4" in failed["test_spanish_reuse_what_transfers"].message
+    reuse = failed["test_spanish_reuse_what_transfers"]
+    assert "3 of the 4" in reuse.message and "the Latin alphabet" not in reuse.message
+    assert "'the Latin alphabet'" in reuse.detail
+    categories = failed["test_task_categories_specific_skills"]
+    assert "1 of the 2" in categories.message and "Medical diagnosis" not in categories.message
+    assert "'Medical diagnosis terms'" in categories.detail

@@ -133,6 +133,13 @@ def noise_mask_on_cpu(length, **kwargs):
     return span_corruption.random_spans_noise_mask(length, **kwargs).cpu()
 
 
+def noise_mask_seeds_its_own_generator(length, *, generator=None, **kwargs):
+    """With generator=None, a CPU generator of its own with a fixed seed instead of PyTorch's global one."""
+    if generator is None:
+        generator = torch.Generator().manual_seed(0)
+    return span_corruption.random_spans_noise_mask(length, generator=generator, **kwargs)
+
+
 def span_corrupt_eos_on_targets_only(token_ids, noise_mask, *, sentinel_ids, eos_id=None):
     inputs, targets = span_corruption.span_corrupt(token_ids, noise_mask, sentinel_ids=sentinel_ids, eos_id=eos_id)
     return (inputs[:-1], targets) if eos_id is not None else (inputs, targets)

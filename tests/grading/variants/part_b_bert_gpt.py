@@ -473,6 +473,27 @@ def _on_cpu(function):
     return moved
 
 
+def mask_tokens_seeds_its_own_generator(input_ids, *, generator=None, **kwargs):
+    """With generator=None, a generator of its own with a fixed seed instead of PyTorch's global one."""
+    if generator is None:
+        generator = torch.Generator(device=input_ids.device).manual_seed(0)
+    return masking.mask_tokens(input_ids, generator=generator, **kwargs)
+
+
+def attention_connections_rejects_no_tokens(n, causal):
+    """An argument check one too strict: n = 0 (no tokens, no pairs) raises."""
+    if n < 1:
+        raise ValueError("n must be positive")
+    return attention.attention_connections(n, causal)
+
+
+def beam_search_prompt_as_scratch(model, input_ids, **kwargs):
+    """Decodes right, then reuses the caller's prompt tensor as scratch space (modifies input_ids)."""
+    result = decoding.beam_search(model, input_ids, **kwargs)
+    input_ids.add_(1)
+    return result
+
+
 def mlm_signal_whole_predictions(n_tokens, mask_rate=0.15):
     result = arithmetic.mlm_signal(n_tokens, mask_rate)
     return {**result, "mlm_predictions": int(result["mlm_predictions"])}
@@ -690,6 +711,69 @@ def sample_without_argument_checks(logits, *, temperature=1.0, top_k=None, top_p
 sample_next_token_on_cpu = _on_cpu(decoding.sample_next_token)
 
 
+def _sample_with_kth_best(logits, kth_best, *, temperature, top_k, top_p, generator):
+    """The reference sampler, with top-k's threshold taken from ``kth_best(scores, k)`` [B, 1]."""
+    if temperature < 0 or (top_k is not None and top_k < 1):
+        raise ValueError("temperature must be >= 0 and top_k >= 1")
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scores = logits.float() / temperature
+    if top_k is not None:
+        scores = scores.masked_fill(scores < kth_best(scores, top_k), float("-inf"))
+    probs = decoding.next_token_distribution(scores, top_p=top_p)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+def sample_top_k_by_topk(logits, *, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """minGPT's top-k: the threshold is the last of torch.topk(scores, k), which fails for k > V."""
+    return _sample_with_kth_best(logits, lambda scores, k: torch.topk(scores, k, dim=-1).values[:, [-1]],
+                                 temperature=temperature, top_k=top_k, top_p=top_p, generator=generator)
+
+
+def sample_top_k_from_ascending_sort(logits, *, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """The k-th highest score read at position V - k of the ascending sort: for V < k < 2 V the index
+    is negative, wraps round to a middle score, and tokens are dropped without an error."""
+    return _sample_with_kth_best(logits, lambda scores, k: scores.sort(dim=-1).values[:, [scores.size(-1) - k]],
+                                 temperature=temperature, top_k=top_k, top_p=top_p, generator=generator)
+
+
+def sample_top_k_exactly_k(logits, *, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """Keeps exactly the k tokens whose indices torch.topk returns: of the tokens tied with the k-th
+    highest score, only those topk happened to pick survive."""
+    if temperature < 0 or (top_k is not None and top_k < 1):
+        raise ValueError("temperature must be >= 0 and top_k >= 1")
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scores = logits.float() / temperature
+    if top_k is not None:
+        chosen = scores.topk(min(top_k, scores.size(-1)), dim=-1).indices
+        scores = torch.full_like(scores, float("-inf")).scatter(-1, chosen, scores.gather(-1, chosen))
+    probs = decoding.next_token_distribution(scores, top_p=top_p)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+def sample_greedy_ties_to_highest_id(logits, *, temperature=1.0, **kwargs):
+    """At temperature 0, of the tied highest scores the last one (the highest id) instead of the first."""
+    if temperature == 0:
+        return logits.size(-1) - 1 - logits.flip(-1).argmax(dim=-1)
+    return decoding.sample_next_token(logits, temperature=temperature, **kwargs)
+
+
+def sample_seeds_its_own_generator(logits, *, generator=None, **kwargs):
+    """With generator=None, a generator of its own, seeded once with a fixed seed, instead of PyTorch's
+    global one: the global seed then makes no difference."""
+    if generator is None:
+        generator = torch.Generator(device=logits.device).manual_seed(0)
+    return decoding.sample_next_token(logits, generator=generator, **kwargs)
+
+
+def sample_top_p_zero_is_off(logits, *, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """The widely copied top_k_top_p_filtering, where top_p = 0.0 (its default) means "no nucleus":
+    p = 0 then samples from every token instead of taking the most likely one."""
+    return decoding.sample_next_token(logits, temperature=temperature, top_k=top_k,
+                                      top_p=top_p if top_p != 0 else None, generator=generator)
+
+
 @torch.no_grad()
 def greedy_reads_first_position(model, input_ids, max_new_tokens, eos_token_id=None):
     sequences = input_ids
@@ -792,6 +876,25 @@ def sample_by_gumbel_max(logits, *, temperature=1.0, top_k=None, top_p=None, gen
     return (probs.double().log() - (-u.log()).log()).argmax(dim=-1)
 
 
+def sample_by_descending_nucleus(logits, *, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """Its own filters: top-k's threshold from a descending sort with k clamped to V, and the
+    nucleus on the descending order, keeping a token while the mass ranked above it is < p."""
+    if temperature < 0 or (top_k is not None and top_k < 1) or (top_p is not None and not 0 <= top_p <= 1):
+        raise ValueError("temperature >= 0, top_k >= 1 and top_p in [0, 1]")
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scores = logits.float() / temperature
+    if top_k is not None:
+        descending = scores.sort(dim=-1, descending=True).values
+        scores = scores.masked_fill(scores < descending[:, [min(top_k, scores.size(-1)) - 1]], float("-inf"))
+    if top_p is not None:
+        probs, order = scores.softmax(dim=-1).sort(dim=-1, descending=True)
+        keep = probs.cumsum(dim=-1) - probs < top_p
+        keep[:, 0] = True
+        scores = scores.masked_fill(~keep.scatter(-1, order, keep), float("-inf"))
+    return torch.multinomial(scores.softmax(dim=-1), 1, generator=generator).squeeze(-1)
+
+
 @torch.no_grad()
 def greedy_row_by_row(model, input_ids, max_new_tokens, eos_token_id=None):
     """Each prompt decoded alone, the finished ones padded with eos to the longest."""
@@ -815,7 +918,8 @@ ALTERNATIVES += [
      "clm_loss": clm_loss_per_token, "mlm_loss": mlm_loss_by_logsumexp, "sample_next_token": sample_by_gumbel_max,
      "greedy_decode": greedy_row_by_row},
     {"mlm_signal": mlm_signal_by_ratio, "causal_mask": causal_mask_by_rows,
-     "attention_connections": attention_connections_by_complement, "mlm_loss": mlm_loss_by_nll},
+     "attention_connections": attention_connections_by_complement, "mlm_loss": mlm_loss_by_nll,
+     "sample_next_token": sample_by_descending_nucleus},
 ]
 
 
@@ -1026,6 +1130,13 @@ def make_nsp_pairs_one_document_allowed(documents, generator):
     return sentence_pairs.make_nsp_pairs(documents, generator)
 
 
+def make_nsp_pairs_empty_document_allowed(documents, generator):
+    """Checks the number of documents only: a document without sentences passes (it gives no example)."""
+    if len(documents) < 2:
+        raise ValueError("at least two documents")
+    return _pairs_by_coin(documents, generator)
+
+
 def make_nsp_pairs_lists(documents, generator):
     return [list(example) for example in sentence_pairs.make_nsp_pairs(documents, generator)]
 
@@ -1041,7 +1152,10 @@ def make_nsp_pairs_reseeds(documents, generator):
 
 
 MUTANTS += [
-    {"bert_pair_input": bert_pair_input_all_type_zero, "make_nsp_pairs": make_nsp_pairs_labels_swapped},
+    # sample_top_k_from_ascending_sort: a second top-k that breaks k > V (the clause's mutant is
+    # sample_top_k_by_topk), silently where that one fails
+    {"bert_pair_input": bert_pair_input_all_type_zero, "make_nsp_pairs": make_nsp_pairs_labels_swapped,
+     "sample_next_token": sample_top_k_from_ascending_sort},
     {"bert_pair_input": bert_pair_input_odd_token_to_the_shorter, "make_nsp_pairs": make_nsp_pairs_uniform_over_documents},
 ]
 ALTERNATIVES += [

@@ -320,6 +320,23 @@ def evaluate_batches_left_in_place(model, loader):
     return correct / total
 
 
+@torch.no_grad()
+def evaluate_passes_labels(model, loader):
+    """The evaluation loop of transformers' run_glue_no_trainer example: the whole batch, labels
+    included, goes to the model (which then computes a loss nobody reads)."""
+    model.eval()
+    device = next(model.parameters()).device
+    correct, total = 0, 0
+    for batch in loader:
+        batch = {name: tensor.to(device) for name, tensor in batch.items()}
+        outputs = model(**batch)
+        correct += int((outputs.logits.argmax(dim=-1) == batch["labels"]).sum())
+        total += batch["labels"].numel()
+    if not total:
+        raise ValueError("the loader yielded no example")
+    return correct / total
+
+
 class LoRALinearCopiesBase(lora.LoRALinear):
     def __init__(self, base, r, alpha, dropout=0.0):
         super().__init__(copy.deepcopy(base), r, alpha, dropout)
