@@ -86,7 +86,7 @@ MAX_FRAME_BYTES = 256 * 2**20
 # Values, containers and records: see "Limits" in the module docstring for the reasons
 # and the measurements behind each value.
 MAX_DEPTH = 32
-MAX_PICKLE_BYTES = 512 * 2**10  # worst case 0.5 s to decode on a 2-core machine; honest <= 10 KB
+MAX_PICKLE_BYTES = 512 * 2**10  # worst case about 2 s to decode on a 2-core machine; honest <= 10 KB
 MAX_ITEMS = MAX_PICKLE_BYTES  # every item is at least one opcode byte of the pickle
 MAX_TENSORS = 1024
 MAX_TENSOR_BYTES = MAX_FRAME_BYTES

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import pickle
@@ -216,8 +217,22 @@ def saved_as_is(value):
 
 
 # ------------------------------------------------------------- decoding is bounded
-DECODE_SECONDS = 2.0  # every hostile payload is refused (or decoded) within this
+DECODE_SECONDS = 2.0  # every hostile payload is refused (or decoded) within this ...
+UNPICKLER_FACTOR = 8  # ... or within 8 honest pickles at the cap, on a slower machine
 MEMORY_BYTES = 64 * 2**20  # ... and the process's peak memory grows by less than this
+
+
+@functools.cache
+def decode_budget():
+    """Seconds a hostile payload may take: ``DECODE_SECONDS``, or more on a machine
+    where torch's pure-Python weights-only unpickler is slow. The unit is the time
+    this machine takes to load an honest pickle of ``MAX_PICKLE_BYTES`` (a list of
+    small ints); the cap's worst case costs about 2.5 of them, and what the limits
+    guard against (inflating a deflated record, unpickling a 60 MB list) hundreds."""
+    honest = torch_archive(list_pickle(b"K\x01", (protocol.MAX_PICKLE_BYTES - 8) // 2))
+    start = time.perf_counter()
+    torch.load(io.BytesIO(honest), weights_only=True)
+    return max(DECODE_SECONDS, UNPICKLER_FACTOR * (time.perf_counter() - start))
 
 
 def _status_bytes(field):
@@ -229,11 +244,13 @@ def _status_bytes(field):
 
 
 @contextlib.contextmanager
-def bounded(seconds=DECODE_SECONDS, memory=MEMORY_BYTES):
-    """Assert that the block takes less than ``seconds`` and raises the process's
+def bounded(seconds=None, memory=MEMORY_BYTES):
+    """Assert that the block takes less than ``seconds`` (``decode_budget()`` unless
+    given) and raises the process's
     peak resident memory by less than ``memory`` bytes. The peak is reset first
     (Linux ``clear_refs``), so earlier tests and the payload built before the block
     do not hide a growth; without it, ``ru_maxrss`` is compared instead."""
+    seconds = decode_budget() if seconds is None else seconds
     try:
         with open("/proc/self/clear_refs", "w") as refs:
             refs.write("5")
