@@ -109,12 +109,14 @@ def samples(check: bool) -> Found:
 
 
 def readme(check: bool) -> Found:
-    from . import readme_points, reference_tables
+    from . import readme_points, reference_tables, speed_table
 
     try:
-        return _updated({path: reference_tables.with_run_times(text.decode("utf-8")).encode("utf-8")
+        speed = speed_table.load_results()
+        return _updated({path: speed_table.with_speed_table(reference_tables.with_run_times(text.decode("utf-8")),
+                                                            speed).encode("utf-8")
                          for path, text in readme_points.outputs().items()}, check)
-    except readme_points.ReadmeError as err:
+    except (readme_points.ReadmeError, speed_table.SpeedTableError) as err:
         return Found(errors=[f"README.md: {err}"])
 
 

@@ -99,7 +99,13 @@ TARGETS = {  # name: (what, limit, "max" or "min")
     "class_300": ("300-student class total, s", 15 * 60.0, "max"),
     "linearity": ("300-student total off the 10-50 line, %", 10.0, "max"),
     "shards": ("3 shards / 1 run", 1.1, "max"),
+    "slope": ("(c) s per student after set-up / (a), 2 cores", 0.6, "max"),
+    "floor_per_point": ("(a) CPU s per point / the baseline's", 0.67, "max"),
+    "startup_fork_server": ("fork server's imports, wall s / the baseline's", 0.5, "max"),
+    "startup_zygote": ("a zygote's imports, wall s / the baseline's", 0.5, "max"),
 }
+# The commit the ratios to a baseline are read against: the hidden suites before they were made cheaper.
+BASELINE = "095cd0f"
 STOCK_CONFIG = """c = get_config()
 c.CourseDirectory.course_id = "bench"
 c.CourseDirectory.source_directory = "source"
@@ -198,45 +204,80 @@ def make_class(root: Path, students: int) -> Path:
 
 
 # ------------------------------------------------------------------ (a) the floor
-def floor_worker(out: Path) -> None:
-    """In a process of its own: import everything, then time only the eight suites."""
-    sys.path.insert(0, str(REPO))
-    os.chdir(REPO)
-    import autograder.preload  # noqa: F401  (what the fork server imports)
-    from autograder.course import load_course
-    from autograder.reference import arithmetic
-    from tests.grading.inprocess import grade_in_process, grading_environment, reference_namespace
+DEAREST = 10  # the hidden tests the JSON (and the README) lists, dearest first
 
+
+def floor_worker(out: Path, tree: Path = REPO) -> None:
+    """In a process of its own: import everything of ``tree`` (this repository, or a
+    baseline's worktree), then time only the eight suites: wall and CPU seconds per suite,
+    and per hidden test where the tree's ``run_hidden_suite`` takes plugins."""
+    import inspect
+
+    sys.path.insert(0, str(tree))
+    os.chdir(tree)
+    import autograder.preload  # noqa: F401  (what the fork server imports)
+    import pytest
+    from autograder.course import load_course
+    from autograder.pytest_plugin import run_hidden_suite
+    from autograder.reference import arithmetic
+    from tests.grading.inprocess import InProcessSession, grading_environment, reference_namespace
+
+    class TestTimes:
+        """CPU and wall seconds of each hidden test, set-up and teardown included."""
+
+        def __init__(self):
+            self.rows: list[dict] = []
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_protocol(self, item, nextitem):
+            wall, cpu = time.perf_counter(), time.process_time()
+            yield
+            self.rows.append({"test": item.nodeid, "cpu_s": round(time.process_time() - cpu, 3),
+                              "wall_s": round(time.perf_counter() - wall, 3)})
+
+    per_test = "plugins" in inspect.signature(run_hidden_suite).parameters
+    times = TestTimes()
     stems = [notebook.stem for notebook in load_course().notebooks if notebook.auto_points]
     namespace = reference_namespace()
     namespace["CAT_NEXT_WORD_PROBS"] = arithmetic.softmax_worked_example()
     suites = {}
     with grading_environment():
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         for stem in stems:
-            began = time.perf_counter()
-            results = grade_in_process(stem, namespace)
-            suites[stem] = {"s": round(time.perf_counter() - began, 2), "tests": len(results),
+            began, began_cpu = time.perf_counter(), time.process_time()
+            results = run_hidden_suite(stem, InProcessSession(namespace), device="cpu",
+                                       **({"plugins": [times]} if per_test else {}))
+            suites[stem] = {"s": round(time.perf_counter() - began, 2),
+                            "cpu_s": round(time.process_time() - began_cpu, 2), "tests": len(results),
                             "passed": sum(r.status == "passed" for r in results),
                             "points": round(sum(r.points for r in results), 4),
                             "max_points": round(sum(r.max_points for r in results), 4)}
-        total = time.perf_counter() - started
-    out.write_text(json.dumps({"total_s": total, "suites": suites}))
+        total, total_cpu = time.perf_counter() - started, time.process_time() - started_cpu
+    dearest = sorted(times.rows, key=lambda row: -row["cpu_s"])[:DEAREST] if per_test else None
+    out.write_text(json.dumps({"total_s": total, "cpu_s": total_cpu, "suites": suites, "dearest": dearest}))
 
 
-def in_process_floor(scratch: Path) -> dict:
-    out = scratch / "floor.json"
-    elapsed, result, _ = timed([sys.executable, str(Path(__file__).resolve()), "--floor-worker", str(out)])
+def in_process_floor(scratch: Path, tree: Path = REPO) -> dict:
+    """The floor of ``tree``, checked: every hidden test passed, every point earned (and,
+    for this repository, the course's total; a baseline had its own)."""
+    out = scratch / f"floor-{tree.name}.json"
+    elapsed, result, _ = timed([sys.executable, str(Path(__file__).resolve()), "--floor-worker", str(out),
+                                "--floor-tree", str(tree)])
     if result.returncode != 0 or not out.is_file():
         return {"ok": False, "problem": f"exit {result.returncode}: {tail(result)}"}
     floor = json.loads(out.read_text())
     suites = floor["suites"]
-    points = sum(s["points"] for s in suites.values())
+    earned = sum(s["points"] for s in suites.values())
+    available = sum(s["max_points"] for s in suites.values())
     failing = [stem for stem, s in suites.items() if s["passed"] != s["tests"]]
-    ok = not failing and len(suites) == NOTEBOOKS and abs(points - AUTO_POINTS) < 1e-6
-    return {"ok": ok, "s_per_student": round(floor["total_s"], 2), "process_s": round(elapsed, 1),
-            "points": points, "suites": suites,
-            **({} if ok else {"problem": f"tests failed in {failing or 'none'}, {points:g}/{AUTO_POINTS} points"})}
+    ok = (not failing and len(suites) == NOTEBOOKS and abs(earned - available) < 1e-6
+          and (tree != REPO or abs(earned - AUTO_POINTS) < 1e-6))
+    return {"ok": ok, "s_per_student": round(floor["total_s"], 2), "cpu_s_per_student": round(floor["cpu_s"], 2),
+            "s_per_point": round(floor["total_s"] / earned, 4) if earned else None,
+            "cpu_s_per_point": round(floor["cpu_s"] / earned, 4) if earned else None,
+            "process_s": round(elapsed, 1), "points": earned, "suites": suites,
+            **({"dearest_tests": floor["dearest"]} if floor.get("dearest") else {}),
+            **({} if ok else {"problem": f"tests failed in {failing or 'none'}, {earned:g}/{available:g} points"})}
 
 
 # ------------------------------------------------------------------ start-up
@@ -248,8 +289,8 @@ STARTUP_IMPORTS = {  # what a run imports before its first report, process by pr
 }
 
 
-def startup_costs() -> dict:
-    """Wall and CPU seconds of each start-up import, in a fresh Python each (median of 3)."""
+def startup_costs(tree: Path = REPO) -> dict:
+    """Wall and CPU seconds of each start-up import of ``tree``, in a fresh Python each (median of 3)."""
     import resource
 
     costs = {}
@@ -258,12 +299,74 @@ def startup_costs() -> dict:
         for _ in range(3):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             began = time.perf_counter()
-            subprocess.run([sys.executable, "-c", f"import {modules}"], cwd=REPO, env=env(), check=True)
+            subprocess.run([sys.executable, "-c", f"import {modules}"], cwd=tree, env=env(PYTHONPATH=str(tree)),
+                           check=True)
             walls.append(time.perf_counter() - began)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         costs[name] = {"wall_s": round(statistics.median(walls), 2), "cpu_s": round(statistics.median(cpus), 2)}
     return costs
+
+
+# ------------------------------------------------------------------ the baseline and the machine
+def baseline(scratch: Path, revision: str) -> dict:
+    """The floor and the start-up of ``revision``, in a git worktree of it, with this
+    environment: the same machine, minutes apart, so the ratios hold on any machine."""
+    tree = scratch / "baseline"
+    added = subprocess.run(["git", "worktree", "add", "--detach", str(tree), revision], cwd=REPO,
+                           capture_output=True, text=True)
+    if added.returncode != 0:
+        return {"ok": False, "commit": revision, "problem": f"git worktree add: {tail(added)}"}
+    try:
+        resolved = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True,
+                                  text=True).stdout.strip()
+        floor = in_process_floor(scratch, tree)
+        return {"ok": floor["ok"], "commit": resolved, "floor": floor, "startup": startup_costs(tree),
+                **({"problem": floor["problem"]} if not floor["ok"] else {})}
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, capture_output=True)
+
+
+def speed_index(repeats: int = 5) -> dict:
+    """CPU seconds of a fixed workload on one core, the least of ``repeats`` runs: pure
+    Python (dicts, ints, sorting strings: the interpreter work of pytest, the unpickler and
+    the suites' loops) and small single-threaded torch matrix products. A figure divided by
+    ``workload_cpu_s`` compares across machines; the repository's own machine is about 0.5 s."""
+    import torch
+
+    def interpreter() -> None:
+        counts: dict[int, int] = {}
+        for i in range(1_200_000):
+            counts[i % 1000] = counts.get(i % 1000, 0) + i * i
+        sorted(str(value) for value in counts.values())
+
+    def tensors() -> None:
+        matrix = torch.randn(128, 128, generator=torch.Generator().manual_seed(0))
+        for _ in range(1200):
+            matrix = torch.tanh(matrix @ matrix.T / 128)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        parts = {}
+        for name, work in (("python_cpu_s", interpreter), ("torch_cpu_s", tensors)):
+            runs = []
+            for _ in range(repeats):
+                began = time.process_time()
+                work()
+                runs.append(time.process_time() - began)
+            parts[name] = round(min(runs), 3)
+    finally:
+        torch.set_num_threads(threads)
+    return {"workload_cpu_s": round(sum(parts.values()), 3), **parts}
+
+
+def graded_by() -> dict:
+    """What the figures were measured on: the hash of the grader, hidden suites, references
+    and instructor notebooks (``autograder.version.suite_hash``, what a report records)."""
+    from autograder.version import suite_hash
+
+    return {"suite_hash": suite_hash()}
 
 
 # ------------------------------------------------------------------ this grader
@@ -432,6 +535,8 @@ def figures(results: dict) -> dict:
         small, large = classes[:2]
         slope = (large["total_s"] - small["total_s"]) / (large["students"] - small["students"])
         results["class_s_per_student_after_setup"] = round(slope, 2)
+        if good(floor):
+            out["slope"] = slope / floor["s_per_student"]
         if good(stock) and "s_per_student" in stock and slope > 0:
             out["speedup"] = stock["s_per_student"] / slope
         if len(classes) >= 3 and good(classes[2]):
@@ -448,6 +553,12 @@ def figures(results: dict) -> dict:
             results["shard_ratio"][key] = round(shards["total_s"] / unsharded["total_s"], 3)
             results["extra_s_per_shard"][key] = round((shards["total_s"] - unsharded["total_s"]) / (SHARDS - 1), 1)
             out["shards"] = shards["total_s"] / unsharded["total_s"]  # the largest class, the last row
+    base = results.get("baseline")
+    if good(base, floor):
+        out["floor_per_point"] = floor["cpu_s_per_point"] / base["floor"]["cpu_s_per_point"]
+    if base is not None and base.get("startup") and results.get("startup"):
+        for process in ("fork_server", "zygote"):
+            out[f"startup_{process}"] = results["startup"][process]["wall_s"] / base["startup"][process]["wall_s"]
     return {name: None if value is None else round(value, 3) for name, value in out.items()}
 
 
@@ -474,6 +585,11 @@ def print_results(results: dict) -> None:
     print(f"{'run':52} {'total s':>10} {'s / student':>12}  check")
     print(f"{'(a) in-process floor: 8 suites, reference as student':52} {'-':>10} "
           f"{floor.get('s_per_student', '-'):>12}  " + ("ok" if floor["ok"] else f"NOT COUNTED: {floor['problem']}"))
+    base = results.get("baseline")
+    if base is not None:
+        shown = (f"{base['floor']['s_per_student']} s, {base['floor']['cpu_s_per_point']} CPU s per point"
+                 if base.get("ok") else f"NOT COUNTED: {base.get('problem', '?')}")
+        print(f"{'(a) the baseline ' + base['commit'] + ', the same floor':52} {'-':>10} {shown}")
     for row in results["one_job"]:
         print(row_line(f"(b) this grader, {row['students']} student(s), --jobs 1", row))
     for row in results["classes"]:
@@ -500,6 +616,11 @@ def print_results(results: dict) -> None:
             f"{name} {cost['wall_s']} / {cost['cpu_s']}" for name, cost in startup.items())
               + "; extra s per shard of (e) over the single run, by class size: "
               + (", ".join(f"{size}: {extra}" for size, extra in results.get("extra_s_per_shard", {}).items()) or "-"))
+    if base is not None and base.get("startup"):
+        print(f"the baseline {base['commit']}'s start-up imports, wall / CPU s: " + ", ".join(
+            f"{name} {cost['wall_s']} / {cost['cpu_s']}" for name, cost in base["startup"].items()))
+    print()
+    print_floor(floor, results["speed_index"])
     print("peak RSS, MiB: grading process (max / median over the reports); sandboxed worker and whole "
           "process tree (sampled)")
     for label, row in memory_rows(results):
@@ -513,6 +634,35 @@ def print_results(results: dict) -> None:
         shown = "-" if value is None else f"{value:g}"
         print(f"{what:52} {shown:>10} {('<= ' if kind == 'max' else '>= ') + f'{limit:g}':>12}  "
               f"{results['verdicts'][name]}")
+
+
+def print_floor(floor: dict, index: dict) -> None:
+    """(a) per suite and its dearest hidden tests, in CPU seconds and in units of the speed index."""
+    unit = index["workload_cpu_s"]
+    print(f"speed index: the fixed workload took {unit:g} CPU s on one core "
+          f"(python {index['python_cpu_s']:g}, torch {index['torch_cpu_s']:g}); 'units' = CPU s / {unit:g}")
+    print(f"{'(a) suite':44} {'tests':>6} {'points':>7} {'wall s':>7} {'CPU s':>7} {'units':>6}")
+    for stem, suite in floor.get("suites", {}).items():
+        print(f"  {stem:42} {suite['tests']:>6} {suite['points']:>7g} {suite['s']:>7g} {suite.get('cpu_s', 0):>7g} "
+              f"{suite.get('cpu_s', 0) / unit:>6.2f}")
+    if floor.get("cpu_s_per_student") is not None:
+        print(f"  {'all':42} {'':>6} {floor['points']:>7g} {floor['s_per_student']:>7g} "
+              f"{floor['cpu_s_per_student']:>7g} {floor['cpu_s_per_student'] / unit:>6.2f}"
+              f"   ({floor['cpu_s_per_point']:g} CPU s per point)")
+    if floor.get("dearest_tests"):
+        print(f"the {len(floor['dearest_tests'])} dearest hidden tests (CPU s, units):")
+        for row in floor["dearest_tests"]:
+            print(f"  {row['cpu_s']:6.3f} {row['cpu_s'] / unit:5.2f}  {row['test']}")
+
+
+def print_floor_only() -> int:
+    with tempfile.TemporaryDirectory(prefix="grading-floor-") as scratch:
+        index = speed_index()
+        floor = in_process_floor(Path(scratch))
+    print_floor(floor, index)
+    if not floor["ok"]:
+        print(f"NOT COUNTED: {floor['problem']}")
+    return 0 if floor["ok"] else 1
 
 
 def memory_rows(results: dict) -> list[tuple[str, dict]]:
@@ -534,11 +684,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-stock", action="store_true", help="do not run stock nbgrader")
     parser.add_argument("--results", type=Path, default=RESULTS,
                         help=f"where the JSON goes (default {RESULTS.relative_to(REPO)})")
+    parser.add_argument("--baseline", default=BASELINE, metavar="REV",
+                        help=f"the commit whose floor and start-up the ratios compare with, measured in the same "
+                             f"run in a git worktree (default {BASELINE}; 'none' skips it)")
+    parser.add_argument("--floor-only", action="store_true",
+                        help="only the machine's speed index and (a) the floor, per suite and its dearest hidden "
+                             "tests (what docs/authoring.md's budget is read against); writes no JSON")
     parser.add_argument("--floor-worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--floor-tree", type=Path, default=REPO, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.floor_worker is not None:
-        floor_worker(args.floor_worker)
+        floor_worker(args.floor_worker, args.floor_tree)
         return 0
+    if args.floor_only:
+        return print_floor_only()
     notebooks = sorted(FULL.glob("*.ipynb"))
     if len(notebooks) != NOTEBOOKS:
         raise SystemExit(f"expected {NOTEBOOKS} notebooks in {FULL}: run python data/sample_submissions/build.py")
@@ -549,13 +708,19 @@ def main(argv: list[str] | None = None) -> int:
                      "date": datetime.date.today().isoformat(), "commit": commit(),
                      "submission": str(FULL.relative_to(REPO)),
                      "notebooks": [p.name for p in notebooks], "auto_points": AUTO_POINTS,
-                     "jobs": args.jobs, "sizes": sizes, "quick": args.quick}
+                     "jobs": args.jobs, "sizes": sizes, "quick": args.quick, **graded_by()}
+    load_before = os.getloadavg()[0]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as scratch:
         scratch = Path(scratch)
+        print("the machine's speed index: a fixed CPU workload ...", flush=True)
+        results["speed_index"] = speed_index()
         print("(a) in-process floor: the eight hidden suites, reference implementations as the student ...",
               flush=True)
         results["floor"] = in_process_floor(scratch)
+        if args.baseline != "none":
+            print(f"the baseline {args.baseline}: its floor and start-up, in a worktree ...", flush=True)
+            results["baseline"] = baseline(scratch, args.baseline)
         print("start-up: the imports of the CLI, the fork server and a zygote ...", flush=True)
         results["startup"] = startup_costs()
         results["one_job"] = []
@@ -577,6 +742,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"(d) stock nbgrader autograde, {args.stock_students} student(s), fast mode ...", flush=True)
             results["stock"] = stock_nbgrader(scratch, args.stock_students)
     results["benchmark_s"] = round(time.perf_counter() - started, 1)
+    results["load_average"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]  # 1-minute, before and after
     results["figures"] = figures(results)
     results["verdicts"] = {name: verdict(name, value) for name, value in results["figures"].items()}
     results["targets"] = {name: {"what": what, "limit": limit, "kind": kind}
