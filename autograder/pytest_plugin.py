@@ -123,11 +123,13 @@ class ResultCollector:
 
 
 def run_hidden_suite(stem: str, session, *, device: str, draws: Draws = PUBLIC,
-                     plugins: Sequence[object] = ()) -> list[TestResult]:
+                     plugins: Sequence[object] = (), tests: Sequence[str] = ()) -> list[TestResult]:
     """The results of ``stem``'s hidden suite against ``session`` (a ``GradingSession``
     or the tests' in-process stand-in), its inputs drawn with ``draws`` (the student's
     seeds); CUDA variants only when ``device`` is cuda. ``plugins``: more pytest plugins
-    for the run (the repository's tests watch the suites with them)."""
+    for the run (the repository's tests watch the suites with them); ``tests``: only
+    these test functions, each with its device variants (the repository's tests of one
+    item), every test when empty."""
     suite = suite_path(stem)
     if not suite.is_file():
         return []
@@ -135,7 +137,7 @@ def run_hidden_suite(stem: str, session, *, device: str, draws: Draws = PUBLIC,
     args = [
         # --assert=plain and --tb=no: messages come from GradingFailure alone, and no
         # time goes into formatting tracebacks (with tensor dumps) nobody will see.
-        str(suite), "-q", "-p", "no:cacheprovider", "--assert=plain", "--tb=no", "--no-header",
+        *([f"{suite}::{name}" for name in tests] or [str(suite)]), "-q", "-p", "no:cacheprovider", "--assert=plain", "--tb=no", "--no-header",
         "-c", str(HIDDEN_DIR / "pytest.ini"), "--rootdir", str(HIDDEN_DIR), "-o", "console_output_style=classic",
         # Plugins a hidden suite has no use for. unraisableexception and threadexception
         # end the session with full garbage collections, 0.2 s each over torch's and

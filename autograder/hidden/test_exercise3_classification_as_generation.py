@@ -6,12 +6,13 @@ training batches of the decoder fine-tuned to write the label word.
 (``decoder_lm``) with a small word-level tokenizer (``prompt_tokenizer``, padding
 on the right by default, like SmolLM2's); both are built from the same parameters
 here for the reference. Predictions are compared only for reviews where the
-reference's two label log-probabilities, computed one review at a time without
-padding, differ by more than ``CLEAR_MARGIN``, so that rounding differences
-between correct implementations (left padding, right padding read at the last
-real token, other batch sizes) cannot flip a prediction. The reference only reads
-its model and tokenizer, so the margins of a set of reviews are computed once per
-grading process.
+reference's two label log-probabilities (each prompt's own: read at its last real
+token, which under the causal mask sees none of the padding after it) differ by
+more than ``CLEAR_MARGIN``, so that rounding differences between correct
+implementations (left padding, right padding read at the last real token, other
+batch sizes) cannot flip a prediction. The reference only reads its model and
+tokenizer, so each model is built once, and the margins of a set of reviews
+computed once, per grading process.
 
 ``label_word_targets`` is compared exactly with the reference, on a hand-made batch
 whose pad id also occurs inside a prompt and on drawn batches (prompt and label-word
@@ -138,19 +139,28 @@ def _fixtures(seed: int, device: str, padding_side: str = "right"):
 
 
 @functools.lru_cache(maxsize=None)
+def _reference_fixtures(seed: int, device: str) -> tuple:
+    """The model and tokenizer of ``_fixtures(seed, device)`` for the reference, built once per
+    grading process (only read: forward passes under no_grad)."""
+    return tuple(build_fixture(reference) for reference in _fixtures(seed, device))
+
+
+@functools.lru_cache(maxsize=None)
 @torch.no_grad()
 def _margins(seed: int, device: str, reviews: tuple[str, ...], examples: tuple) -> torch.Tensor:
-    """log P(" positive") - log P(" negative") of the reference, one review at a time, no padding, on
-    the model of ``_fixtures(seed, device)`` (whose tokenizer's padding side plays no part here)."""
-    model, tokenizer = (build_fixture(reference) for reference in _fixtures(seed, device))
+    """log P(" positive") - log P(" negative") of the reference for each review, on the model of
+    ``_fixtures(seed, device)``. The prompts go through in one batch padded on the right, each read
+    at its last real token: under the causal mask no real token attends to the padding after it,
+    so each margin is that of the prompt alone (one forward pass instead of one per review)."""
+    model, tokenizer = _reference_fixtures(seed, device)
     ids = [tokenizer(" " + word, add_special_tokens=False).input_ids[0] for word in exercises.LABEL_WORDS]
     device = next(model.parameters()).device
-    margins = []
-    for review in reviews:
-        batch = tokenizer(exercises.build_prompt(review, examples), return_tensors="pt").to(device)
-        scores = exercises.label_log_probs(model(**batch).logits[:, -1], ids)
-        margins.append(float(scores[0, 1] - scores[0, 0]))
-    return torch.tensor(margins)
+    prompts = [exercises.build_prompt(review, examples) for review in reviews]
+    batch = tokenizer(prompts, return_tensors="pt", padding=True, padding_side="right").to(device)
+    logits = model(**batch).logits
+    last = batch["attention_mask"].sum(dim=1) - 1
+    scores = exercises.label_log_probs(logits[torch.arange(len(prompts), device=device), last], ids)
+    return (scores[:, 1] - scores[:, 0]).cpu()
 
 
 def _expect_classification(student, seed: int, device: str, reviews, examples=(), *, what: str,

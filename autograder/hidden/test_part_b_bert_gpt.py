@@ -9,8 +9,8 @@ sandbox by the ``seeded_call`` probe and are judged by frequencies, with the bou
 stated next to the checks (5 standard deviations for sampling, Bernstein's
 inequality for masking): a correct solution fails one of these checks with a
 probability far below one in a million. The reference decodings are deterministic
-and only read their model, so each model and each decoding is computed once per
-grading process.
+and only read their model, so each model, each decoding and each forward pass is computed
+once per grading process.
 """
 from __future__ import annotations
 
@@ -917,8 +917,27 @@ def _decoder(seed: int, device: str) -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _decoder_model(seed: int, device: str):
-    """The model of ``_decoder(seed, device)``, built here once: the reference decoders only read it."""
-    return build_fixture(_decoder(seed, device))
+    """The model of ``_decoder(seed, device)``, built here once (and its logits remembered, see
+    ``_Remembered``): the reference decoders only read it."""
+    return _Remembered(build_fixture(_decoder(seed, device)))
+
+
+class _Remembered(torch.nn.Module):
+    """``model`` that computes the logits of each input once and returns the remembered ones after.
+    A reference decoding and its two nudged copies (``_decoded``) feed the model the same sequences
+    step by step (until a nudge changes a choice), and decodings of one prompt share their first
+    steps, so most forward passes of the reference decodings are read back instead of recomputed:
+    the logits are those of the model itself (deterministic), the nudges and their noise unchanged."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model, self.logits = model, {}
+
+    def forward(self, input_ids: torch.Tensor):
+        key = (tuple(input_ids.shape), tuple(input_ids.flatten().tolist()))
+        if key not in self.logits:
+            self.logits[key] = self.model(input_ids=input_ids).logits
+        return types.SimpleNamespace(logits=self.logits[key])
 
 
 _DECODED: dict[tuple, torch.Tensor | None] = {}

@@ -51,7 +51,7 @@ from autograder.report import TestResult
 from autograder.suite import GradingFailure
 from tests.grading import variants
 from tests.grading.inprocess import GRADER_BUG, InProcessSession, failures, grading_environment, student_namespace
-from tests.grading.test_clauses import rounds
+from tests.grading.test_clauses import graded_names, rounds, tests_of_cells
 from tests.grading.test_suites import STEMS
 
 # A secret of this test alone: its draws are in no cache that another test filled.
@@ -262,9 +262,10 @@ def leaks(message: str, reference: Atoms, student: Atoms, written: str = "") -> 
     return found
 
 
-def graded_messages(stem: str, namespace: dict[str, Any], watch: Watch) -> list[TestResult]:
+def graded_messages(stem: str, namespace: dict[str, Any], watch: Watch, tests: list[str] = ()) -> list[TestResult]:
     with watching(watch):
-        return run_hidden_suite(stem, WatchedSession(namespace, watch), device="cpu", draws=DRAWS, plugins=[watch])
+        return run_hidden_suite(stem, WatchedSession(namespace, watch), device="cpu", draws=DRAWS, plugins=[watch],
+                                tests=tests)
 
 
 def problems_of(stem: str, results: list[TestResult], watch: Watch) -> list[str]:
@@ -284,18 +285,21 @@ def problems_of(stem: str, results: list[TestResult], watch: Watch) -> list[str]
     return problems
 
 
-def _mutants(stem: str) -> list[dict[str, Any]]:
-    module = variants.of(stem)
-    return [{name: getattr(module, clause["mutant"]) for name, clause in round_.items()}
+def _mutants(stem: str) -> list[tuple[dict[str, Any], list[str]]]:
+    """Each round's mutants, with the hidden tests of their items (a failing message of another
+    item's test cannot come from a mutant that only replaces this item)."""
+    module, cell_of = variants.of(stem), graded_names(stem)
+    return [({name: getattr(module, clause["mutant"]) for name, clause in round_.items()},
+             tests_of_cells(stem, {cell_of[name] for name in round_}))
             for round_ in rounds(stem, "cpu")]
 
 
 @pytest.mark.parametrize("stem", STEMS)
 def test_no_message_of_a_clause_mutant_quotes_the_reference(stem):
     problems, checked = [], 0
-    for mutants in _mutants(stem):
+    for mutants, tests in _mutants(stem):
         watch = Watch()
-        results = graded_messages(stem, student_namespace(stem, **mutants), watch)
+        results = graded_messages(stem, student_namespace(stem, **mutants), watch, tests)
         checked += sum(r.status == "failed" for r in results)
         problems += problems_of(stem, results, watch)
     assert checked, f"{stem}: no mutant failed a test, nothing was checked"
