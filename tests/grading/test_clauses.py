@@ -116,7 +116,7 @@ def hidden_tests(stem: str) -> dict[str, str]:
     return tests
 
 
-def tests_of_cells(stem: str, cells: set[str]) -> list[str]:
+def selected_tests(stem: str, cells: set[str]) -> list[str]:
     """The hidden tests of ``stem`` that score one of ``cells``: all a round needs to run, since
     a mutant is judged by the points of its own item's cell."""
     return sorted(test for test, cell in hidden_tests(stem).items() if cell in cells)
@@ -211,7 +211,7 @@ def grade_round(stem: str, mutants: dict[str, dict], device: str, draws: Draws =
     module, cell_of = variants.of(stem), graded_names(stem)
     namespace = student_namespace(stem, **{name: getattr(module, c["mutant"]) for name, c in mutants.items()})
     results = run_hidden_suite(stem, InProcessSession(namespace), device=device, draws=draws,
-                               tests=tests_of_cells(stem, {cell_of[name] for name in mutants}))
+                               tests=selected_tests(stem, {cell_of[name] for name in mutants}))
     problems = [f"a test crashed:\n{failures(results)}"] if any(GRADER_BUG in r.message for r in results) else []
     cells = points_per_cell(results)
     for name, clause in mutants.items():

@@ -51,7 +51,7 @@ from autograder.report import TestResult
 from autograder.suite import GradingFailure
 from tests.grading import variants
 from tests.grading.inprocess import GRADER_BUG, InProcessSession, failures, grading_environment, student_namespace
-from tests.grading.test_clauses import graded_names, rounds, tests_of_cells
+from tests.grading.test_clauses import graded_names, rounds, selected_tests
 from tests.grading.test_suites import STEMS
 
 # A secret of this test alone: its draws are in no cache that another test filled.
@@ -290,7 +290,7 @@ def _mutants(stem: str) -> list[tuple[dict[str, Any], list[str]]]:
     item's test cannot come from a mutant that only replaces this item)."""
     module, cell_of = variants.of(stem), graded_names(stem)
     return [({name: getattr(module, clause["mutant"]) for name, clause in round_.items()},
-             tests_of_cells(stem, {cell_of[name] for name in round_}))
+             selected_tests(stem, {cell_of[name] for name in round_}))
             for round_ in rounds(stem, "cpu")]
 
 
