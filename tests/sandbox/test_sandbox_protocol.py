@@ -217,22 +217,29 @@ def saved_as_is(value):
 
 
 # ------------------------------------------------------------- decoding is bounded
-DECODE_SECONDS = 2.0  # every hostile payload is refused (or decoded) within this ...
-UNPICKLER_FACTOR = 8  # ... or within 8 honest pickles at the cap, on a slower machine
+DECODE_SECONDS = 2.0  # every hostile payload is refused (or decoded) within this CPU time ...
+UNPICKLER_FACTOR = 16  # ... or within 16 honest pickles at the cap, on a slower machine
 MEMORY_BYTES = 64 * 2**20  # ... and the process's peak memory grows by less than this
+ATTEMPTS = 3  # the best of this many tries is compared (see decodes_within_bounds)
+
+
+def _cpu_seconds(action):
+    start = time.process_time()
+    action()
+    return time.process_time() - start
 
 
 @functools.cache
 def decode_budget():
-    """Seconds a hostile payload may take: ``DECODE_SECONDS``, or more on a machine
-    where torch's pure-Python weights-only unpickler is slow. The unit is the time
-    this machine takes to load an honest pickle of ``MAX_PICKLE_BYTES`` (a list of
-    small ints); the cap's worst case costs about 2.5 of them, and what the limits
-    guard against (inflating a deflated record, unpickling a 60 MB list) hundreds."""
+    """CPU seconds a hostile payload may take: ``DECODE_SECONDS``, or more on a
+    machine where torch's pure-Python weights-only unpickler is slow. The unit is the
+    time this machine takes to load an honest pickle of ``MAX_PICKLE_BYTES`` (a list
+    of small ints), the best of three loads; the cap's worst case costs about 4 of
+    them here, and what the limits guard against (inflating a deflated record,
+    unpickling a 60 MB list) more than a hundred."""
     honest = torch_archive(list_pickle(b"K\x01", (protocol.MAX_PICKLE_BYTES - 8) // 2))
-    start = time.perf_counter()
-    torch.load(io.BytesIO(honest), weights_only=True)
-    return max(DECODE_SECONDS, UNPICKLER_FACTOR * (time.perf_counter() - start))
+    unit = min(_cpu_seconds(lambda: torch.load(io.BytesIO(honest), weights_only=True)) for _ in range(3))
+    return max(DECODE_SECONDS, UNPICKLER_FACTOR * unit)
 
 
 def _status_bytes(field):
@@ -243,14 +250,10 @@ def _status_bytes(field):
     raise KeyError(field)
 
 
-@contextlib.contextmanager
-def bounded(seconds=None, memory=MEMORY_BYTES):
-    """Assert that the block takes less than ``seconds`` (``decode_budget()`` unless
-    given) and raises the process's
-    peak resident memory by less than ``memory`` bytes. The peak is reset first
-    (Linux ``clear_refs``), so earlier tests and the payload built before the block
-    do not hide a growth; without it, ``ru_maxrss`` is compared instead."""
-    seconds = decode_budget() if seconds is None else seconds
+def _peak_memory_growth(action):
+    """Bytes by which ``action()`` raises the process's peak resident memory. The peak
+    is reset first (Linux ``clear_refs``), so earlier tests and the payload built
+    before do not hide a growth; without it, ``ru_maxrss`` is compared instead."""
     try:
         with open("/proc/self/clear_refs", "w") as refs:
             refs.write("5")
@@ -258,12 +261,36 @@ def bounded(seconds=None, memory=MEMORY_BYTES):
     except OSError:
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # noqa: E731
-    start = time.perf_counter()
-    yield
-    elapsed = time.perf_counter() - start
-    grown = peak() - before
-    assert elapsed < seconds, f"took {elapsed:.2f} s"
-    assert grown < memory, f"peak memory grew by {grown / 2**20:.0f} MiB"
+    action()
+    return peak() - before
+
+
+def decodes_within_bounds(payload, error=None, match=None):
+    """``protocol.decode(payload)``, asserting that it raises ``error`` (matching
+    ``match``) when one is given, returns otherwise, raises the peak memory by less
+    than ``MEMORY_BYTES`` and takes less than ``decode_budget()`` CPU seconds.
+
+    CPU time rather than wall time, and the best of up to ``ATTEMPTS`` tries: other
+    processes on a shared machine, page faults and the collector only ever add to a
+    try, while the work a payload asks of the decoder is in every one of them."""
+    outcome = {}
+
+    def decode():
+        if error is None:
+            outcome["value"] = protocol.decode(payload)
+        else:
+            with pytest.raises(error, match=match):
+                protocol.decode(payload)
+
+    budget, tries = decode_budget(), []
+    for _ in range(ATTEMPTS):
+        seconds = []
+        grown = _peak_memory_growth(lambda: seconds.append(_cpu_seconds(decode)))
+        assert grown < MEMORY_BYTES, f"peak memory grew by {grown / 2**20:.0f} MiB"
+        tries.append(seconds[0])
+        if seconds[0] < budget:
+            return outcome.get("value")
+    raise AssertionError(f"took {min(tries):.2f} CPU s at best of {ATTEMPTS} tries (budget {budget:.2f} s)")
 
 
 @pytest.fixture(scope="module")
@@ -275,8 +302,7 @@ def test_deflated_records_are_refused_before_they_are_inflated(deflated_payload)
     assert len(deflated_payload) < 2**20  # 256 MiB of zeros in a few hundred KB
     records = {r.filename: r for r in zipfile.ZipFile(io.BytesIO(deflated_payload)).infolist()}
     assert records["archive/data/0"].file_size == 256 * 2**20
-    with bounded(), pytest.raises(ProtocolError, match="compressed"):
-        protocol.decode(deflated_payload)
+    decodes_within_bounds(deflated_payload, ProtocolError, "compressed")
 
 
 def test_honest_payloads_are_zip_archives_of_stored_records():
@@ -296,29 +322,25 @@ def test_honest_payloads_are_zip_archives_of_stored_records():
 ], ids=["stride-0", "overlapping", "oversized-storage", "offset"])
 def test_views_saved_as_is_are_rejected(value, fragment):
     payload = saved_as_is({"id": 1, "ok": True, "value": value})
-    with bounded(), pytest.raises(VocabularyError, match=fragment):
-        protocol.decode(payload)
+    decodes_within_bounds(payload, VocabularyError, fragment)
 
 
 def test_a_thirty_million_item_list_is_refused_before_unpickling():
     payload = torch_archive(list_pickle(b"K\x01", 30_000_000))  # 60 MB of pickle
-    with bounded(), pytest.raises(ProtocolError, match="data.pkl.*over the limit"):
-        protocol.decode(payload)
+    decodes_within_bounds(payload, ProtocolError, "data.pkl.*over the limit")
 
 
 def test_the_worst_pickle_within_the_cap_is_decoded_quickly():
     # One empty list per pickle byte: the most objects (and the most unpickler work)
     # the cap admits. The walk then refuses it: each list is charged more than a byte.
     payload = torch_archive(list_pickle(b"]", protocol.MAX_PICKLE_BYTES - 8))
-    with bounded(), pytest.raises(VocabularyError, match="too long to send"):
-        protocol.decode(payload)
+    decodes_within_bounds(payload, VocabularyError, "too long to send")
 
 
 def test_a_long_list_within_the_caps_still_decodes():
     count = protocol.MAX_PICKLE_BYTES // 10  # None costs one byte; the list stays under the budget
     payload = torch_archive(list_pickle(b"N", count))
-    with bounded():
-        assert protocol.decode(payload) == [None] * count
+    assert decodes_within_bounds(payload) == [None] * count
 
 
 def test_a_pickle_record_over_the_cap_is_refused_even_when_valid():
@@ -330,8 +352,7 @@ def test_a_pickle_record_over_the_cap_is_refused_even_when_valid():
 def test_too_many_records_are_refused_before_the_directory_is_read():
     storages = [(str(i), b"") for i in range(protocol.MAX_ZIP_ENTRIES)]
     payload = torch_archive(list_pickle(b"N", 1), storages)
-    with bounded(), pytest.raises(ProtocolError, match="records, over the limit"):
-        protocol.decode(payload)
+    decodes_within_bounds(payload, ProtocolError, "records, over the limit")
 
 
 @pytest.mark.parametrize("payload", [
@@ -341,8 +362,7 @@ def test_too_many_records_are_refused_before_the_directory_is_read():
     b"PK\x03\x04" + bytes(100),
 ], ids=["empty", "text", "pickle", "zip-magic-only"])
 def test_payloads_that_are_not_zip_archives_are_refused(payload):
-    with bounded(), pytest.raises(ProtocolError):
-        protocol.decode(payload)
+    decodes_within_bounds(payload, ProtocolError)
 
 
 def test_the_legacy_torch_save_format_is_refused():
