@@ -31,11 +31,11 @@ import torch
 
 from week6_helpers.small_models import load_mlm, load_small_gpt
 from week6_pretraining.data import SOURCES
-from week6_pretraining.evaluate import cloze_accuracy, cloze_predictions, load_cloze, next_token_cloze_predictions
+from week6_pretraining.evaluate import (cloze_accuracy, cloze_predictions, is_everyday, load_cloze,
+                                        next_token_cloze_predictions)
 from week6_pretraining.train import SIZES, heldout_batches, heldout_loss, train
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pretraining_recipes.json"
-EVERYDAY_FROM = 126  # the everyday content-word sentences: cloze-126 to cloze-242
 
 
 FLAGS = ("bf16", "wwm")
@@ -86,7 +86,7 @@ def score_checkpoint(folder: Path) -> None:
 def score(model, tokenizer, objective) -> dict:
     items = load_cloze()
     predict = cloze_predictions if objective == "mlm" else next_token_cloze_predictions
-    everyday = [item for item in items if int(item["id"].split("-")[1]) >= EVERYDAY_FROM]
+    everyday = [item for item in items if is_everyday(item)]
     with torch.no_grad():
         overall = cloze_accuracy(model, tokenizer, items, predict=predict)
         daily = cloze_accuracy(model, tokenizer, everyday, predict=predict)

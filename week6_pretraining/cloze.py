@@ -2,7 +2,7 @@
 
     python -m week6_pretraining.cloze PATH.tsv                    # exercise 1's fill-in model
     python -m week6_pretraining.cloze PATH.tsv --model smollm2-rerank
-    python -m week6_pretraining.cloze data/cloze/cloze.jsonl --quiet
+    python -m week6_pretraining.cloze data/cloze/cloze.jsonl --everyday --quiet
 
 Each line of a ``.tsv`` file is ``sentence with [MASK]<TAB>answer word`` (blank lines and
 lines starting with ``#`` are skipped); a ``.jsonl`` file holds the course's cloze items
@@ -42,6 +42,9 @@ from pathlib import Path
 
 import torch
 
+from .evaluate import (cloze_predictions, is_everyday, next_token_cloze_predictions,
+                       span_cloze_predictions)
+
 MASK = "[MASK]"
 DOCUMENT_START = "<|endoftext|>"  # what opens each row read by a causal filler (see CausalFiller)
 RERANK_CANDIDATES = 100  # next words of the left context that the re-ranker puts in the blank (--candidates)
@@ -56,6 +59,7 @@ class Item:
     text: str  # one sentence with exactly one [MASK]
     answer: str  # one word
     where: str  # file:line, for messages
+    everyday: bool = False  # one of the course cloze set's everyday content-word sentences
 
 
 def read_items(path: Path) -> list[Item]:
@@ -73,7 +77,8 @@ def read_items(path: Path) -> list[Item]:
             try:
                 record = json.loads(line)
                 text, answer = record["text"], record["answer"]
-            except (ValueError, KeyError, TypeError) as error:
+                everyday = "id" in record and is_everyday(record)
+            except (ValueError, KeyError, TypeError, AttributeError) as error:
                 raise ClozeFileError(f"{where}: not a JSON object with \"text\" and \"answer\" ({error})") from error
         else:
             parts = line.split("\t")
@@ -81,6 +86,7 @@ def read_items(path: Path) -> list[Item]:
                 raise ClozeFileError(f"{where}: expected `sentence with {MASK}<TAB>answer`, found {len(parts) - 1} tabs; "
                                      "separate the sentence from its answer with one tab")
             text, answer = parts
+            everyday = False
         text, answer = str(text).strip(), str(answer).strip()
         if text.count(MASK) != 1:
             raise ClozeFileError(f"{where}: the sentence holds {text.count(MASK)} {MASK}; write exactly one "
@@ -88,7 +94,7 @@ def read_items(path: Path) -> list[Item]:
         if not answer or len(answer.split()) != 1:
             raise ClozeFileError(f"{where}: the answer {answer!r} is not one word; give the single word that "
                                  "fills the blank")
-        items.append(Item(text, answer, where))
+        items.append(Item(text, answer, where, everyday))
     if not items:
         raise ClozeFileError(f"{path}: no cloze line; write lines `sentence with {MASK}<TAB>answer`")
     return items
@@ -120,8 +126,6 @@ def _as_records(items):
 def course_bert() -> FillModel:
     from week6_helpers.small_models import MLM_CHECKPOINT, load_mlm
 
-    from .evaluate import cloze_predictions
-
     tokenizer, model = load_mlm()
     return FillModel("course-bert", f"data/checkpoints/{MLM_CHECKPOINT}", 1,
                      lambda items, k: cloze_predictions(model, tokenizer, _as_records(items), k),
@@ -131,8 +135,6 @@ def course_bert() -> FillModel:
 def course_gpt() -> FillModel:
     from week6_helpers.small_models import CLM_CHECKPOINT, load_small_gpt
 
-    from .evaluate import next_token_cloze_predictions
-
     tokenizer, model = load_small_gpt()
     return FillModel("course-gpt", f"data/checkpoints/{CLM_CHECKPOINT}", 1,
                      lambda items, k: next_token_cloze_predictions(model, tokenizer, _as_records(items), k),
@@ -141,8 +143,6 @@ def course_gpt() -> FillModel:
 
 def course_t5() -> FillModel:
     from week6_helpers.small_models import SPAN_CHECKPOINT, load_small_t5
-
-    from .evaluate import span_cloze_predictions
 
     tokenizer, model = load_small_t5()
     return FillModel("course-t5", f"data/checkpoints/{SPAN_CHECKPOINT}", 1,
@@ -287,6 +287,8 @@ def main(argv=None) -> int:
     parser.add_argument("-k", type=int, default=5, help="how many candidates count (default: 5)")
     parser.add_argument("--candidates", type=int, default=RERANK_CANDIDATES,
                         help=f"smollm2-rerank: how many next words are tried in the blank (default: {RERANK_CANDIDATES})")
+    parser.add_argument("--everyday", action="store_true",
+                        help="score only the course cloze set's everyday content-word sentences (cloze-126 on)")
     parser.add_argument("--quiet", action="store_true", help="print only the counts")
     args = parser.parse_args(argv)
     if args.k < 1:
@@ -298,6 +300,12 @@ def main(argv=None) -> int:
     except ClozeFileError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if args.everyday:
+        items = [item for item in items if item.everyday]
+        if not items:
+            print(f"error: {args.path} holds none of the cloze set's everyday sentences (ids cloze-126 on); "
+                  "leave out --everyday, or give data/cloze/cloze.jsonl", file=sys.stderr)
+            return 2
     torch.set_num_threads(min(torch.get_num_threads(), 2))
     model = load_model(args.model, candidates=args.candidates)
     missing = sum(not model.single_piece(item.answer) for item in items)

@@ -30,6 +30,7 @@ from .data import DATA
 from .train import CHECKPOINTS, heldout_batches, heldout_loss
 
 CLOZE = DATA / "cloze" / "cloze.jsonl"
+EVERYDAY_FROM = 126  # the everyday content-word sentences: cloze-126 to cloze-242 (data/cloze/README.md)
 
 
 def load_cloze(path: Path = CLOZE) -> list[dict]:
@@ -83,6 +84,11 @@ def next_token_cloze_predictions(model, tokenizer, items: list[dict], k: int = 5
         logits = model(input_ids=torch.tensor([ids])).logits[0, -1]
         predictions.append(tokenizer.convert_ids_to_tokens(logits.topk(k).indices.tolist()))
     return predictions
+
+
+def is_everyday(item: dict) -> bool:
+    """Whether a cloze item is one of the set's everyday content-word sentences."""
+    return int(item["id"].removeprefix("cloze-")) >= EVERYDAY_FROM
 
 
 def word_kind(item: dict) -> str:

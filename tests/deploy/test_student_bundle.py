@@ -153,8 +153,11 @@ def test_bundle_contains_no_solution_reference_hidden_test_or_answer_key(student
                    for stem in STEMS for cell in nbformat.read(repo_root / "assignments" / "week6" / f"{stem}.ipynb",
                                                                as_version=4).cells}
     everything = "\n".join(texts.values())
+    # A test name is an identifier, so it stands in the text as a whole word exactly when it is
+    # one of the text's runs of word characters: one pass over the bundle's 15 MB, not one per name.
+    words = set(re.findall(r"\w+", everything))
     for name in sorted(hidden_test_names() - release_ids):
-        if re.search(rf"\b{re.escape(name)}\b", everything):
+        if name in words:
             leaks.append(f"hidden test name {name}")
     for pair in answer_key_pairs():
         if pair in everything:

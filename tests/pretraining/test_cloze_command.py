@@ -27,9 +27,16 @@ def test_tsv_lines_comments_and_blank_lines(tmp_path):
     assert items[1].where == f"{path}:4"
 
 
-def test_the_course_cloze_set_reads_as_jsonl():
+def test_the_course_cloze_set_reads_as_jsonl_with_its_everyday_part():
     items = cloze.read_items(REPO / "data" / "cloze" / "cloze.jsonl")
     assert [(i.text, i.answer) for i in items] == [(r["text"], r["answer"]) for r in load_cloze()]
+    everyday = [i for i in items if i.everyday]
+    assert len(everyday) == 117 and everyday[0].where.endswith(":126")  # cloze-126 to cloze-242
+
+
+def test_everyday_needs_the_course_cloze_set(tmp_path, capsys):
+    assert cloze.main([str(write(tmp_path, "The [MASK] barked.\tdog\n")), "--everyday"]) == 2
+    assert "none of the cloze set's everyday sentences" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("line, fragment", [
