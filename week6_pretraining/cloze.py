@@ -119,35 +119,30 @@ def _wordpiece_single(tokenizer):
     return single_piece
 
 
-def _as_records(items):
-    return [{"text": item.text} for item in items]
+def _course_model(name: str, folder: str, load, predict) -> FillModel:
+    """One of the course's own checkpoints (WordPiece vocabulary), ranked by an evaluation's ``predict``."""
+    tokenizer, model = load()
+    return FillModel(name, f"data/checkpoints/{folder}", 1,
+                     lambda items, k: predict(model, tokenizer, [{"text": item.text} for item in items], k),
+                     _wordpiece_single(tokenizer))
 
 
 def course_bert() -> FillModel:
     from week6_helpers.small_models import MLM_CHECKPOINT, load_mlm
 
-    tokenizer, model = load_mlm()
-    return FillModel("course-bert", f"data/checkpoints/{MLM_CHECKPOINT}", 1,
-                     lambda items, k: cloze_predictions(model, tokenizer, _as_records(items), k),
-                     _wordpiece_single(tokenizer))
+    return _course_model("course-bert", MLM_CHECKPOINT, load_mlm, cloze_predictions)
 
 
 def course_gpt() -> FillModel:
     from week6_helpers.small_models import CLM_CHECKPOINT, load_small_gpt
 
-    tokenizer, model = load_small_gpt()
-    return FillModel("course-gpt", f"data/checkpoints/{CLM_CHECKPOINT}", 1,
-                     lambda items, k: next_token_cloze_predictions(model, tokenizer, _as_records(items), k),
-                     _wordpiece_single(tokenizer))
+    return _course_model("course-gpt", CLM_CHECKPOINT, load_small_gpt, next_token_cloze_predictions)
 
 
 def course_t5() -> FillModel:
     from week6_helpers.small_models import SPAN_CHECKPOINT, load_small_t5
 
-    tokenizer, model = load_small_t5()
-    return FillModel("course-t5", f"data/checkpoints/{SPAN_CHECKPOINT}", 1,
-                     lambda items, k: span_cloze_predictions(model, tokenizer, _as_records(items), k),
-                     _wordpiece_single(tokenizer))
+    return _course_model("course-t5", SPAN_CHECKPOINT, load_small_t5, span_cloze_predictions)
 
 
 class CausalFiller:
