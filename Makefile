@@ -106,16 +106,16 @@ lab: student-bundle
 	$(BIN)/python -m week6_helpers.lab dist/week6-student
 
 student-bundle: setup
-	$(BIN)/python -m autograder.student_bundle
+	$(BIN)/python -m autograder.build.student_bundle
 
 release: setup
-	$(BIN)/python -m autograder.release
+	$(BIN)/python -m autograder.build.release
 
 # Every generated file, in order: assignments/ (release), handouts/week6.html and
 # grading_map.md, data/sample_submissions/; then the data files against their SHA256SUMS.
 # make regen CHECK=1 writes nothing and fails listing what is out of date.
 regen: setup
-	$(BIN)/python -m autograder.regen $(if $(CHECK),--check)
+	$(BIN)/python -m autograder.build.regen $(if $(CHECK),--check)
 
 # soupsieve 3 and later need Python >= 3.11.5; Debian 12's Python is 3.11.2, so
 # the lock keeps an older soupsieve for it (nothing else in the lock needs > 3.11.0).

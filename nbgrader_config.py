@@ -3,25 +3,38 @@
 solutions/ is nbgrader's source directory and assignments/ its release
 directory. Autograding never executes the student's notebook in a kernel: the
 Execute preprocessor is replaced by the sandboxed grader (see
-autograder/nbgrader_plugin.py), so the usual in-kernel cheats have nothing to
+autograder/nbgrader/plugin.py), so the usual in-kernel cheats have nothing to
 act on. The other steps of nbgrader's lifecycle keep their stock behaviour with
 the changes below, each in a module of its own under autograder/.
 """
 from pathlib import Path
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearOutput,
-                                    GetGrades, IgnorePattern, LimitOutput, OverwriteKernelspec)
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import (
+                                    AssignLatePenalties,
+                                    CheckCellMetadata,
+                                    ClearHiddenTests,
+                                    ClearOutput,
+                                    GetGrades,
+                                    IgnorePattern,
+                                    LimitOutput,
+                                    OverwriteKernelspec,
+)
 
-from autograder import html_safety
-from autograder.feedback_detail import RemoveStaffDetail
-from autograder.feedback_math import (FORMGRADE_TEMPLATE_NAME, NBGRADER_TEMPLATE_PATHS, TEMPLATE_DIRS, TEMPLATE_NAME,
-                                      FeedbackExporter, LatexToMathML)
-from autograder.nbgrader_cells import RestoreInstructorCells
-from autograder.nbgrader_export import NotebookScoresExport
-from autograder.nbgrader_intake import IntakeExporter, ScreenCells
-from autograder.nbgrader_plugin import SandboxedGrading, SaveSandboxedGrades
+from autograder.nbgrader import html_safety
+from autograder.nbgrader.cells import RestoreInstructorCells
+from autograder.nbgrader.export import NotebookScoresExport
+from autograder.nbgrader.feedback_detail import RemoveStaffDetail
+from autograder.nbgrader.feedback_math import (
+                                    FORMGRADE_TEMPLATE_NAME,
+                                    NBGRADER_TEMPLATE_PATHS,
+                                    TEMPLATE_DIRS,
+                                    TEMPLATE_NAME,
+                                    FeedbackExporter,
+                                    LatexToMathML,
+)
+from autograder.nbgrader.intake import IntakeExporter, ScreenCells
+from autograder.nbgrader.plugin import SandboxedGrading, SaveSandboxedGrades
 
 ROOT = Path(__file__).resolve().parent
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
@@ -37,13 +50,13 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
-# A bad submission costs only its author (autograder/nbgrader_intake.py): student ids,
+# A bad submission costs only its author (autograder/nbgrader/intake.py): student ids,
 # files and their size, cells and nesting are taken in as `python -m autograder grade`
 # takes them in, before nbgrader reads a notebook or records a student.
 c.Autograde.exporter_class = IntakeExporter
 # nbgrader's sanitising step; locked cells are put back as stock, but a warning
 # comes only when the student changed one, and missing graded cells are put back
-# (autograder/nbgrader_cells.py).
+# (autograder/nbgrader/cells.py).
 c.Autograde.sanitize_preprocessors = [
     ScreenCells,                 # replaces DeduplicateIds: the first of cells sharing a grade_id is graded
     ClearOutput,
@@ -61,14 +74,14 @@ c.Autograde.autograde_preprocessors = [
     CheckCellMetadata,
 ]
 # Feedback shows visible tests and the grader's messages, never hidden test code nor the
-# staff's detail of a failure (autograder/feedback_detail.py); its math is MathML,
-# rendered with no network (autograder/feedback_math.py).
+# staff's detail of a failure (autograder/nbgrader/feedback_detail.py); its math is MathML,
+# rendered with no network (autograder/nbgrader/feedback_math.py).
 c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests, RemoveStaffDetail,
                                     LatexToMathML]
 c.GenerateFeedback.exporter_class = FeedbackExporter
 c.FeedbackExporter.template_name = TEMPLATE_NAME  # nbgrader's feedback template without MathJax's CDN
 c.FeedbackExporter.extra_template_basedirs = TEMPLATE_DIRS
-# What a student wrote never runs where it is shown (autograder/html_safety.py): every
+# What a student wrote never runs where it is shown (autograder/nbgrader/html_safety.py): every
 # HTML exporter (the formgrader's page of a submission, the feedback) passes markdown
 # and outputs through the course's sanitizer, and each page carries a
 # Content-Security-Policy. The formgrader builds a plain HTMLExporter from this

@@ -53,15 +53,17 @@ from .analytics.sources import record as record_sources
 from .config import GradingConfig
 from .device import DEVICES, DeviceUnavailable
 from .draws import describe
-from .intake import ConfigurationError, IntakeError, Submission, collect, read_regular_file
-from .notebook import REPO
+from .errors import ConfigurationError, IntakeError
+from .files import read_regular_file
+from .grade_history import write_report
+from .intake import Submission, collect
+from .paths import SAMPLES
 from .progress import Progress as _Progress
-from .report import Report, print_table, read_report, write_gradescope, write_report, write_table
+from .report import Report, print_table, read_report, write_gradescope, write_table
 from .runner import grade_submission, start_fork_server
 from .session import zygote_pool
 from .version import SCHEMA_VERSION, __version__, suite_hash, up_to_date_report
 
-SAMPLES = REPO / "data" / "sample_submissions"
 EXIT_OK, EXIT_RETRY, EXIT_CONFIGURATION = 0, 2, 3
 
 
@@ -220,8 +222,7 @@ def merge(folders: list[Path], out: Path | None = None, nbgrader: bool = False,
 def _import_into_nbgrader(folder: Path, course_root: Path | None) -> int:
     import subprocess
 
-    from .notebook import ASSIGNMENT
-    from .release import venv_env
+    from .paths import ASSIGNMENT, venv_env
 
     command = [sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--create", "--force",
                f"--SandboxedGrading.reports={folder.resolve()}"]

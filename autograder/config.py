@@ -1,7 +1,7 @@
 """The configuration of one grading run: device, timeouts, limits and paths, in one object.
 
 A :class:`GradingConfig` is built once per run, by the CLI (``grade``) from its
-options and by nbgrader's :class:`~autograder.nbgrader_plugin.SandboxedGrading`
+options and by nbgrader's :class:`~autograder.nbgrader.plugin.SandboxedGrading`
 from its traitlets, and passed down as it is: runner (the notebook's deadline) →
 grading session (cell and call timeouts, restarts) → sandboxed ``Worker`` (tree
 limits, GPU device nodes). The device is resolved when the config is built
@@ -22,8 +22,8 @@ from pathlib import Path
 
 from .device import DeviceUnavailable, resolve_device
 from .draws import course_secret
-from .intake import ConfigurationError
-from .notebook import REPO
+from .errors import ConfigurationError
+from .paths import REPO
 from .sandbox.limits import GiB, MiB, ResourceLimits
 
 RESOLVED_DEVICES = ("cpu", "cuda")

@@ -26,11 +26,7 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from .notebook import (
-    ASSIGNMENT,
-    REPO,
-    SOURCE_DIR,
     _nbgrader,
     cell_points,
     cell_source,
@@ -41,6 +37,7 @@ from .notebook import (
     metadata_problem,
     source_notebook_path,
 )
+from .paths import ASSIGNMENT, REPO, SOURCE_DIR
 
 # The course's order of the week's notebooks, and its only home: every other module
 # reads it through load_course() (tests/grading/test_course.py checks that).

@@ -28,8 +28,8 @@ import hmac
 import os
 from dataclasses import dataclass, field
 
-from .intake import ConfigurationError
-from .notebook import REPO
+from .errors import ConfigurationError
+from .paths import REPO
 
 SECRET_ENV = "WEEK6_GRADING_SECRET"
 SECRET_FILE = REPO / ".grading-secret"

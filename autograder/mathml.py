@@ -1,7 +1,7 @@
 """LaTeX math in markdown: where it is (pandoc's rules) and its MathML (``latex2mathml``).
 
 The one home of the math rules of this repository: the feedback HTML
-(``autograder/feedback_math.py``) and the handout (``handouts/render_html.py``)
+(``autograder/nbgrader/feedback_math.py``) and the handout (``handouts/render_html.py``)
 both find their formulas with :func:`replace_math` and convert them with
 ``latex2mathml``. Nothing here knows about the course: it needs the standard
 library and ``latex2mathml`` only.

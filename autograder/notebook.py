@@ -17,10 +17,9 @@ import json
 import re
 from pathlib import Path
 
-
-REPO = Path(__file__).resolve().parents[1]
-SOURCE_DIR = REPO / "solutions"
-ASSIGNMENT = "week6"
+from .errors import IntakeError
+from .files import read_regular_file, structure_problem
+from .paths import ASSIGNMENT, SOURCE_DIR
 
 
 class UnreadableNotebook(Exception):
@@ -107,14 +106,12 @@ def is_written_answer(cell) -> bool:
 def read_notebook(path: Path):
     """Parse a notebook file or raise :class:`UnreadableNotebook` with the fix.
 
-    Only a regular file of bounded size is read (``intake.read_regular_file``), and it is
+    Only a regular file of bounded size is read (``files.read_regular_file``), and it is
     parsed only within the intake's limits on its cells, JSON values and nesting
-    (``intake.structure_problem``), so that no notebook costs more than a bounded time.
-    ``python -m autograder grade`` and ``nbgrader autograde`` (``nbgrader_intake.py``)
+    (``files.structure_problem``), so that no notebook costs more than a bounded time.
+    ``python -m autograder grade`` and ``nbgrader autograde`` (``nbgrader/intake.py``)
     both read submissions here."""
     import nbformat  # 0.9 s of imports: only where a notebook is read
-
-    from .intake import IntakeError, read_regular_file, structure_problem
 
     try:
         data = read_regular_file(path)

@@ -1,7 +1,7 @@
 """What a grading run shows while it grades: a progress bar on a terminal, one line per notebook elsewhere.
 
 One home for the progress of ``python -m autograder grade`` (``cli.py``) and of
-``nbgrader autograde`` (``nbgrader_plugin.py``), so that a TA sees the same thing
+``nbgrader autograde`` (``nbgrader/plugin.py``), so that a TA sees the same thing
 whichever they run: notebooks done out of the total, the failures so far (reports
 whose outcome is ``failed``: the grader or the machine did not finish them, and
 running again retries them) and, on a terminal, tqdm's rate and ETA. Where stderr is no
@@ -12,7 +12,7 @@ noise, so each notebook gets one plain line on stdout instead::
     [4/16] bob/part_b_bert_gpt.ipynb: 0/40 (could not be graded)
 
 The total may change while the run goes (nbgrader decides per student whether to
-grade, see ``nbgrader_plugin``); the bar and the lines show the latest one.
+grade, see ``nbgrader.plugin``); the bar and the lines show the latest one.
 """
 from __future__ import annotations
 

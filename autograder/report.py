@@ -21,7 +21,7 @@ A test's ``message`` is what the student may read: for a hidden or drawn case it
 quotes the expected value (``autograder.suite``). ``detail``, written only where it says
 more, is the course staff's view of the same failure, with the values the check compared:
 the report on disk and the formgrader show it; Gradescope's ``results.json``, which the
-student sees, and nbgrader's feedback (``autograder.feedback_detail``) do not. A report
+student sees, and nbgrader's feedback (``autograder.nbgrader.feedback_detail``) do not. A report
 of schema 1, from before ``detail``, reads as one whose tests have none.
 
 Everything in a report that student code can influence (test messages quote
@@ -36,13 +36,12 @@ import csv
 import dataclasses
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .notebook import ASSIGNMENT
+from .files import read_regular_file, write_json_atomically
+from .paths import ASSIGNMENT
 
 STATUSES = ("passed", "failed", "error", "timeout", "forbidden", "missing")
 OUTCOMES = ("graded", "rejected", "failed")
@@ -210,43 +209,12 @@ def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
 def read_report(path: Path) -> Report:
     """A report written earlier, read as untrusted input: a regular file of bounded
     size holding a well-typed report, clipped like a new one. Raises ``ValueError``
-    (bad JSON, a missing or mistyped field) or ``intake.IntakeError`` (no such
+    (bad JSON, a missing or mistyped field) or ``errors.IntakeError`` (no such
     regular file)."""
-    from .intake import read_regular_file  # intake imports this module
-
     try:
         return Report.from_json(json.loads(read_regular_file(path, limit=2 * MAX_REPORT_BYTES)))
     except ValueError as err:
         raise ValueError(f"{Path(path).name}: {err}") from None
-
-
-def write_report(out: Path, student: str, key: str, report: Report) -> Path:
-    """Write ``out/<student>/<key>.json`` atomically: a crash leaves the old file or the new one.
-
-    A report that changes the score of the one it replaces keeps that one, with the cause,
-    in ``out/<student>/history/`` (``analytics/history.py``)."""
-    from .analytics.history import keep_previous  # it reads reports through intake, which imports this module
-
-    keep_previous(out, student, key, report)
-    return _write_json(out, student, key, report.to_json())
-
-
-def _write_json(out: Path, student: str, key: str, data: dict) -> Path:
-    folder = out / student
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{key}.json"
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(json.dumps(data, indent=2) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, 0o644)  # as an ordinary file: mkstemp's are private
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
 
 
 def to_gradescope(report: Report) -> dict:
@@ -264,7 +232,7 @@ def to_gradescope(report: Report) -> dict:
 
 def write_gradescope(out: Path, student: str, key: str, report: Report) -> Path:
     """``out/<student>/gradescope/<key>.json`` (a folder below the student's: never read as a report)."""
-    return _write_json(out / student, "gradescope", key, to_gradescope(report))
+    return write_json_atomically(out / student / "gradescope", key, to_gradescope(report))
 
 
 def spreadsheet_cell(value) -> str:

@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import GradingConfig
-from .intake import IntakeError
-from .notebook import REPO
+from .paths import REPO
 from .report import Report
 
 # Imported once by the fork server: torch, pytest, the grader, the transformers

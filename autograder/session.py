@@ -22,7 +22,7 @@ from typing import Any
 
 from . import drivers, forbidden
 from .config import GradingConfig
-from .notebook import REPO
+from .paths import REPO
 from .plan import GradingPlan
 
 log = logging.getLogger("autograder")

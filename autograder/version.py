@@ -11,8 +11,8 @@ import functools
 import hashlib
 from pathlib import Path
 
-from .intake import IntakeError
-from .notebook import ASSIGNMENT, REPO, SOURCE_DIR
+from .errors import IntakeError
+from .paths import ASSIGNMENT, PACKAGE, REPO, SOURCE_DIR
 from .report import Report, read_report
 
 __version__ = "0.4.0"  # CHANGELOG.md's newest section
@@ -20,7 +20,6 @@ __version__ = "0.4.0"  # CHANGELOG.md's newest section
 # schema are never taken as up to date). 2: a test's message is what a student may
 # read, and its ``detail`` the course staff's view.
 SCHEMA_VERSION = 2
-PACKAGE = REPO / "autograder"
 # The class report, the LMS export and the grade history read reports; they change no grade.
 AFTER_GRADING = PACKAGE / "analytics"
 

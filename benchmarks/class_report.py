@@ -64,8 +64,9 @@ sys.path.insert(0, str(REPO))
 from autograder.analytics import similarity  # noqa: E402
 from autograder.analytics.sources import record  # noqa: E402
 from autograder.course import load_course  # noqa: E402
-from autograder.release import RELEASE  # noqa: E402
-from autograder.report import Report, TestResult, write_report  # noqa: E402
+from autograder.grade_history import write_report  # noqa: E402
+from autograder.paths import RELEASE  # noqa: E402
+from autograder.report import Report, TestResult
 
 RESULTS = REPO / "benchmarks" / "results" / "class_report.json"
 ALICE = REPO / "data" / "sample_submissions" / "alice_full_solution" / "week6"

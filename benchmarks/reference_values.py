@@ -13,7 +13,7 @@ Results go to ``benchmarks/results/reference_values.json`` after every run, so a
 interruption loses at most the run in progress. A run already there for the same notebook, mode
 and seed is kept unless the notebook's code cells changed since (``--again`` runs it anyway).
 ``make regen`` turns the file into the "What you should see" tables of the notebooks and the
-full-mode column of the README's table of run times (``autograder/reference_tables.py``).
+full-mode column of the README's table of run times (``autograder/build/reference_tables.py``).
 
 A notebook whose cells raise, or whose visible tests fail, is reported and not recorded: its
 numbers would not be what a student with a correct solution sees.
@@ -33,8 +33,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from autograder.build.reference_tables import RESULTS, SOURCE  # noqa: E402
 from autograder.course import load_course  # noqa: E402
-from autograder.reference_tables import RESULTS, SOURCE  # noqa: E402
 from week6_helpers.check import report, run_notebook  # noqa: E402
 from week6_helpers.reference import RECORD_VARIABLE, SEED_VARIABLE  # noqa: E402
 

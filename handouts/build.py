@@ -4,7 +4,7 @@ and the "Where in the notebooks" boxes of week6.md.
     python handouts/build.py            # write handouts/week6.html, grading_map.md and week6.md's boxes
     python handouts/build.py --check    # exit 1 if any of them is out of date (writes nothing)
 
-The entry point of the handout build; ``python -m autograder.regen`` runs it with
+The entry point of the handout build; ``python -m autograder.build.regen`` runs it with
 the other generated files of the repository. The work is done by the modules
 beside it (``handouts/__init__.py`` lists them):
 
@@ -29,7 +29,7 @@ beside it (``handouts/__init__.py`` lists them):
   one part of ``week6.md`` that is generated.
 
 Every output goes through the repository's one check-or-write helper
-(``autograder/generated.py``). Besides the standard library it needs ``mistune``
+(``autograder/build/generated.py``). Besides the standard library it needs ``mistune``
 (a dependency of nbconvert), ``latex2mathml`` and the course model (nbformat); the
 build takes about a second, most of it importing nbformat.
 """
@@ -44,7 +44,7 @@ REPO = HERE.parent
 if str(REPO) not in sys.path:  # run as a script: python handouts/build.py
     sys.path.insert(0, str(REPO))
 
-from autograder.generated import update  # noqa: E402
+from autograder.build.generated import update  # noqa: E402
 from handouts import BuildError  # noqa: E402
 from handouts.figure_refs import missing_figures  # noqa: E402
 from handouts.grading_map import notebook_items, render_grading_map, with_unlisted_items  # noqa: E402
@@ -156,7 +156,7 @@ def build() -> dict[Path, str]:
 
 
 def outputs() -> dict[Path, bytes]:
-    """:func:`build` as the bytes of each file, for ``autograder.generated.update``."""
+    """:func:`build` as the bytes of each file, for ``autograder.build.generated.update``."""
     return {path: text.encode("utf-8") for path, text in build().items()}
 
 

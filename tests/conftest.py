@@ -11,7 +11,7 @@ for variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from autograder.notebook import REPO  # noqa: E402
+from autograder.paths import REPO  # noqa: E402
 
 
 @pytest.fixture(scope="session")

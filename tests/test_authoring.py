@@ -5,7 +5,7 @@ tensor, 2 points in two hidden tests) joins exercise 5 through exactly three han
 files: the source notebook (a solution cell and a visible-test cell), the reference
 module and the hidden suite. Everything else must follow from them:
 
-- ``python -m autograder.regen`` brings every derived file up to date (the release, the
+- ``python -m autograder.build.regen`` brings every derived file up to date (the release, the
   handout's boxes and grading map, the samples and their expected scores), and
   ``--check`` passes after it; the repository's own checks of the handout and of the
   notebook conventions pass in the copy;
@@ -36,7 +36,7 @@ import nbformat
 import pytest
 
 from autograder.course import load_course
-from autograder.notebook import REPO
+from autograder.paths import REPO
 from handouts import BuildError
 from handouts.build import SOURCE_MD, TOPICS
 from handouts.grading_map import notebook_items, with_unlisted_items
@@ -149,7 +149,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.regen import _samples_build
+from autograder.build.regen import _samples_build
 
 samples = _samples_build()
 stem, name, wrong_cell, out = sys.argv[1:]
@@ -271,10 +271,10 @@ def test_a_function_added_in_three_files_is_regenerated_and_graded(tmp_path):
     add_the_function_by_hand(copy)
     assert changed_files(copy) == HAND_EDITED, "the walk-through edits exactly three files by hand"
 
-    regen = in_copy(copy, "-m", "autograder.regen", timeout=600)
+    regen = in_copy(copy, "-m", "autograder.build.regen", timeout=600)
     assert regen.returncode == 0, log(regen)
     check_what_was_regenerated(copy, changed_files(copy) - HAND_EDITED)
-    check = in_copy(copy, "-m", "autograder.regen", "--check", timeout=600)
+    check = in_copy(copy, "-m", "autograder.build.regen", "--check", timeout=600)
     assert check.returncode == 0, log(check)
     meta = in_copy(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_handout.py",
                    "tests/test_notebooks.py", "-k", "not release_matches_nbgrader_output", timeout=600)

@@ -3,7 +3,7 @@
 ``benchmarks/grading_speed.py`` records the ``suite_hash`` it measured (the grader, the
 hidden suites, the references and the instructor notebooks); a change to any of them can
 change what grading costs, so the committed results must be measured again with it, and
-``make regen`` writes the README's table from them (``autograder/speed_table.py``).
+``make regen`` writes the README's table from them (``autograder/build/speed_table.py``).
 """
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import copy
 
 import pytest
 
-from autograder import speed_table
+from autograder.build import speed_table
+from autograder.paths import README
 from autograder.version import suite_hash
 
 MEASURE = ".venv/bin/python benchmarks/grading_speed.py (on a quiet machine), then make regen"
@@ -37,8 +38,8 @@ def test_the_results_hold_the_baseline_the_speed_index_and_the_dearest_tests(res
 
 
 def test_the_readme_table_is_written_from_the_results(results):
-    readme = speed_table.README_PATH.read_text(encoding="utf-8")
-    assert speed_table.with_speed_table(readme, results) == readme, f"the README's table is stale: make regen"
+    readme = README.read_text(encoding="utf-8")
+    assert speed_table.with_speed_table(readme, results) == readme, "the README's table is stale: make regen"
 
 
 def test_every_target_has_a_row_and_a_changed_figure_changes_the_table(results):

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import TEST, load_course
-from autograder.notebook import REPO
+from autograder.paths import REPO
 
 HANDOUTS = REPO / "handouts"
 HANDOUT = HANDOUTS / "week6.md"

@@ -9,7 +9,8 @@ import nbformat
 import pytest
 
 from autograder.course import load_course
-from autograder.notebook import REPO, is_setup, is_solution_code, solution_regions
+from autograder.notebook import is_setup, is_solution_code, solution_regions
+from autograder.paths import REPO
 
 SOURCE = REPO / "solutions" / "week6"
 RELEASE = REPO / "assignments" / "week6"
@@ -125,7 +126,7 @@ def test_release_matches_nbgrader_output():
     """assignments/ is exactly what `make release` generates from solutions/."""
     import tempfile
 
-    from autograder.release import differences, generate
+    from autograder.build.release import differences, generate
 
     with tempfile.TemporaryDirectory() as scratch:
         generated = generate(Path(scratch))

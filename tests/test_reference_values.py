@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from autograder import reference_tables
+from autograder.build import reference_tables
 from autograder.course import load_course
 from week6_helpers.reference import RECORD_VARIABLE, SEED_VARIABLE, experiment_seed, record
 

@@ -1,4 +1,4 @@
-"""``python -m autograder.regen`` (``make regen``): every generated file, one check-or-write helper.
+"""``python -m autograder.build.regen`` (``make regen``): every generated file, one check-or-write helper.
 
 - on the repository, ``--check`` passes and writes nothing;
 - a stale file is reported, with exit status 1, and left as it is: the handout
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import regen
-from autograder.generated import update
+from autograder.build import regen
+from autograder.build.generated import update
 
 
 def _generated_files(repo_root: Path) -> dict[Path, int]:
@@ -36,7 +36,7 @@ def _generated_files(repo_root: Path) -> dict[Path, int]:
 def test_check_passes_on_the_repository_and_writes_nothing(repo_root):
     before = _generated_files(repo_root)
     env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
-    result = subprocess.run([sys.executable, "-m", "autograder.regen", "--check"], cwd=repo_root, env=env,
+    result = subprocess.run([sys.executable, "-m", "autograder.build.regen", "--check"], cwd=repo_root, env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, (
         f"generated files are out of date: run `make regen`\n{result.stdout}{result.stderr}")
@@ -86,7 +86,7 @@ def test_stale_samples_are_reported_then_repaired_in_a_copy(monkeypatch, tmp_pat
 
 
 def test_a_stale_release_is_reported_then_repaired_in_a_copy(monkeypatch, tmp_path, capsys, repo_root):
-    from autograder import release
+    from autograder.build import release
 
     copy = tmp_path / "week6"
     shutil.copytree(release.RELEASE, copy)
@@ -142,8 +142,8 @@ def test_checksums_are_verified_in_both_modes(tmp_path, check):
 
 
 def test_the_readme_points_follow_the_course_and_its_prose_stays():
+    from autograder.build.readme_points import README, ReadmeError, with_course_points
     from autograder.course import load_course
-    from autograder.readme_points import README, ReadmeError, with_course_points
 
     course = load_course()
     text = README.read_text(encoding="utf-8")

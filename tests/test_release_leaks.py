@@ -44,7 +44,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.notebook import REPO, solution_regions
+from autograder.notebook import solution_regions
+from autograder.paths import REPO
 
 SOURCE = REPO / "solutions" / "week6"
 RELEASE = REPO / "assignments" / "week6"

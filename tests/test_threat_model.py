@@ -6,7 +6,7 @@ import dataclasses
 import importlib
 import re
 
-from autograder.notebook import REPO
+from autograder.paths import REPO
 
 DOC = REPO / "docs" / "threat-model.md"
 ROW = re.compile(r"^\| (?P<what>[^|]+) \| (?P<value>[0-9][^|]*) \| `(?P<constant>autograder\.[\w.]+)` "
@@ -48,7 +48,7 @@ def test_every_setting_in_the_threat_model_sets_its_limit():
     """The CLI option and the nbgrader traitlet named in a row set the row's config field;
     every timeout option of ``grade`` is in the table (the one place they are documented)."""
     from autograder import cli
-    from autograder.nbgrader_plugin import SandboxedGrading
+    from autograder.nbgrader.plugin import SandboxedGrading
 
     defaults = vars(cli.build_parser().parse_args(["grade"]))
     documented = set()

@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..notebook import ASSIGNMENT
+from ..grade_history import Change
+from ..paths import ASSIGNMENT, CLASS_REPORT, SIMILARITY_CSV
 from ..report import clip
-from . import CLASS_REPORT, SIMILARITY_CSV, statistics
-from .history import Change
+from . import statistics
 from .results import ClassResults
 from .similarity import Similarity, highlighted
 
@@ -170,7 +170,8 @@ def write(results: ClassResults, extras: Extras, out: Path) -> Path:
 def build(grades: Path, *, nbgrader_root: Path | None = None, submissions: list[Path] | None = None,
           similarity: bool = True, threshold: float | None = None, jobs: int = 1) -> tuple[Path, ClassResults, Extras]:
     """Read the class, run the similarity check, write the page and ``similarity.csv``; what ``report`` runs."""
-    from . import history, sources
+    from .. import grade_history as history
+    from . import sources
     from .nbgrader_results import load_gradebook
     from .results import load_grades
     from .similarity import THRESHOLD, find_similar, write_csv

@@ -17,7 +17,7 @@ import argparse
 import time
 from pathlib import Path
 
-from . import LMS_EXPORTS, SIMILARITY_CSV
+from ..paths import LMS_EXPORTS, SIMILARITY_CSV
 from .lms_export import COLUMN_CHOICES, FORMATS
 
 

@@ -44,8 +44,9 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..intake import ConfigurationError, IntakeError, read_regular_file
-from ..notebook import ASSIGNMENT
+from ..errors import ConfigurationError, IntakeError
+from ..files import read_regular_file
+from ..paths import ASSIGNMENT
 from ..report import spreadsheet_cell
 from .results import ClassResults
 

@@ -2,7 +2,7 @@
 
 ``nbgrader autograde`` keeps its scores in the course's ``gradebook.db`` and each
 notebook's per-test messages in the autograded notebook's test-cell outputs (written
-by ``nbgrader_plugin.cell_outputs``). :func:`load_gradebook` reads both into one
+by ``nbgrader.plugin.cell_outputs``). :func:`load_gradebook` reads both into one
 :class:`~autograder.report.Report` per (student, notebook):
 
 * the score of every visible-test cell from the gradebook (``Grade.auto_score``), and
@@ -24,13 +24,15 @@ import sqlite3
 from pathlib import Path
 
 from ..course import Course, load_course
-from ..intake import ConfigurationError, IntakeError, collect
-from ..notebook import ASSIGNMENT, UnreadableNotebook, cell_points, is_test_cell, read_notebook
+from ..errors import ConfigurationError, IntakeError
+from ..intake import collect
+from ..notebook import UnreadableNotebook, cell_points, is_test_cell, read_notebook
+from ..paths import ASSIGNMENT
 from ..report import Report, TestResult
 from .results import ClassResults
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-# nbgrader_plugin.feedback_lines: "<STATUS padded to 9> <points>/<max>  <test name>", then the message indented.
+# nbgrader.plugin.feedback_lines: "<STATUS padded to 9> <points>/<max>  <test name>", then the message indented.
 TEST_LINE = re.compile(r"^([A-Z]+) +([0-9.e+-]+)/([0-9.e+-]+)  (.+)$")
 PASSED_LINE = re.compile(r"^  passed  (.+)$")
 NOT_GRADED = re.compile(r"this cell was not graded \((.*)\)$", re.S)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..course import Course, load_course
-from ..intake import ConfigurationError, IntakeError
+from ..errors import ConfigurationError, IntakeError
 from ..report import Report, read_report
 
 

@@ -299,7 +299,7 @@ class Similarity:
 def starter_fingerprints(stem: str, release: Path | None = None) -> dict[str, set[int]]:
     """solution grade_id -> the fingerprints of its starter code in the release notebook."""
     from ..notebook import _nbgrader, cell_source
-    from ..release import RELEASE
+    from ..paths import RELEASE
 
     path = (release or RELEASE) / f"{stem}.ipynb"
     found: dict[str, set[int]] = {}

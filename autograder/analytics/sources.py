@@ -16,7 +16,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..intake import ConfigurationError, IntakeError, collect, read_regular_file
+from ..errors import ConfigurationError, IntakeError
+from ..files import read_regular_file
+from ..intake import collect
 from ..report import Report
 
 RUN_FILE = ".grading-run.json"

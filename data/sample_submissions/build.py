@@ -8,8 +8,8 @@ receive), so the samples follow the assignment when it changes. The folder
 layout is nbgrader's ``submitted/<student>/week6/<notebook>.ipynb``.
 ``expected.json`` says what each sample must score; ``tests/grading`` holds the
 grader to it. Every file goes through the repository's check-or-write helper
-(``autograder/generated.py``), and a notebook that no sample makes any more is
-removed (``--check``: reported); ``python -m autograder.regen`` runs this build
+(``autograder/build/generated.py``), and a notebook that no sample makes any more is
+removed (``--check``: reported); ``python -m autograder.build.regen`` runs this build
 with the other generated files.
 
 The samples: a full solution, the untouched release, a half-correct student, a
@@ -44,8 +44,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 from autograder import intake  # noqa: E402  (the report names the grader gives)
+from autograder.build.generated import update  # noqa: E402  (the one check-or-write helper)
 from autograder.course import load_course  # noqa: E402  (the notebooks and their points)
-from autograder.generated import update  # noqa: E402  (the one check-or-write helper)
+
 SOURCE = REPO / "solutions" / "week6"
 RELEASE = REPO / "assignments" / "week6"
 MAIN = "part_b_bert_gpt"  # the notebook most samples submit

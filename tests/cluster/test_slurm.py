@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.notebook import REPO
+from autograder.paths import REPO
 from autograder.sandbox.isolation import bwrap_works
 
 SLURM_DIR = REPO / "cluster" / "slurm"

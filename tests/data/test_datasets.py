@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.notebook import REPO
+from autograder.paths import REPO
 
 DATA = REPO / "data"
 SENTIMENT = DATA / "sentiment"

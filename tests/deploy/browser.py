@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from autograder.notebook import REPO
+from autograder.paths import REPO
 
 DOCS_SCREENSHOTS = REPO / "docs" / "screenshots"
 WINDOW = (1280, 900)  # the size of the screenshots in docs/

@@ -22,7 +22,7 @@ import pytest
 @pytest.fixture(scope="session")
 def student_bundle(tmp_path_factory) -> Path:
     """A freshly built ``week6-student`` folder (``make student-bundle``'s output)."""
-    from autograder.student_bundle import build
+    from autograder.build.student_bundle import build
 
     return build(tmp_path_factory.mktemp("dist"))
 

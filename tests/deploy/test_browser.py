@@ -34,11 +34,20 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.feedback_detail import is_staff_only
-from autograder.notebook import REPO
+from autograder.nbgrader.feedback_detail import is_staff_only
+from autograder.paths import REPO
 
-from .browser import (JupyterServer, chrome, evidence, missing_browser, screenshot, scroll_into_view, text_of,
-                      until, wait)
+from .browser import (
+    JupyterServer,
+    chrome,
+    evidence,
+    missing_browser,
+    screenshot,
+    scroll_into_view,
+    text_of,
+    until,
+    wait,
+)
 
 SAMPLES = REPO / "data" / "sample_submissions"
 ASSIGNMENT = "week6"
@@ -219,7 +228,7 @@ c.CourseDirectory.db_url = {db_url!r}
 
 
 def run_nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
-    from autograder.release import venv_env
+    from autograder.paths import venv_env
 
     result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, capture_output=True, text=True,
                             env={**venv_env(), **OFFLINE}, timeout=900)
@@ -258,7 +267,7 @@ def gradebook(root: Path):
 def formgrader(course, tmp_path_factory):
     """``jupyter server`` in the course folder (the repository's environment, where nbgrader's
     server extensions are enabled): the formgrader on this course."""
-    from autograder.release import venv_env
+    from autograder.paths import venv_env
 
     home = tmp_path_factory.mktemp("ta-home")
     env = {**venv_env(), **OFFLINE, "HOME": str(home)}
@@ -431,8 +440,8 @@ def test_feedback_shows_test_messages_and_renders_math_offline(driver, course, f
         raw = [text_of(c) for c in comments if re.search(r"\\[A-Za-z]+", text_of(c))]
         assert not raw, f"LaTeX left as text in graders' comments: {raw}"
 
-        failing = driver.find_element(By.XPATH, f"//*[contains(@class, 'output_error')]"
-                                                f"[contains(., 'test_clm_loss_matches_reference')]")
+        failing = driver.find_element(By.XPATH, "//*[contains(@class, 'output_error')]"
+                                                "[contains(., 'test_clm_loss_matches_reference')]")
         scroll_into_view(driver, failing, "start")
         driver.execute_script("window.scrollBy(0, -120);")
         screenshot(driver, "feedback")
@@ -442,7 +451,7 @@ def test_feedback_shows_test_messages_and_renders_math_offline(driver, course, f
 
 def test_formgrader_page_works_with_no_network(driver, course, formgrader):
     """The formgrader's page asks nothing of the internet: its math is MathML (the course's
-    template, autograder/templates/week6_formgrade), not MathJax from a CDN, and its scripts
+    template, autograder/nbgrader/templates/week6_formgrade), not MathJax from a CDN, and its scripts
     run without an error."""
     from selenium.webdriver.common.by import By
 

@@ -259,7 +259,7 @@ def course(tmp_path_factory, repo_root):
 
 @pytest.fixture(scope="module")
 def formgrader(course, tmp_path_factory):
-    from autograder.release import venv_env
+    from autograder.paths import venv_env
 
     home = tmp_path_factory.mktemp("ta-home")
     env = {**venv_env(), **OFFLINE, "HOME": str(home)}

@@ -28,8 +28,9 @@ import pytest
 from autograder.analytics import class_report
 from autograder.analytics.sources import record
 from autograder.course import load_course
-from autograder.notebook import REPO
-from autograder.report import Report, TestResult, write_report
+from autograder.grade_history import write_report
+from autograder.paths import REPO
+from autograder.report import Report, TestResult
 
 from .browser import chrome, evidence, missing_browser, screenshot
 

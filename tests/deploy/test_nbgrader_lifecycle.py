@@ -42,9 +42,18 @@ from pathlib import Path
 
 import pytest
 
-from autograder.notebook import REPO, solution_regions
-from tests.deploy.unix_users import (SYSTEM_PATH, Runner, UnixUser, chown_tree, create_user,
-                                     missing_prerequisites, remove_user, write_as)
+from autograder.notebook import solution_regions
+from autograder.paths import REPO
+from tests.deploy.unix_users import (
+    SYSTEM_PATH,
+    Runner,
+    UnixUser,
+    chown_tree,
+    create_user,
+    missing_prerequisites,
+    remove_user,
+    write_as,
+)
 
 SAMPLES = REPO / "data" / "sample_submissions"
 EXPECTED = json.loads((SAMPLES / "expected.json").read_text())

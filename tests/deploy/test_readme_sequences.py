@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.notebook import REPO
+from autograder.paths import REPO
 
 SAMPLES = REPO / "data" / "sample_submissions"
 STUDENTS = ("alice_full_solution", "carol_half_correct")

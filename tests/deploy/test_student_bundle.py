@@ -20,7 +20,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.notebook import REPO, solution_regions
+from autograder.notebook import solution_regions
+from autograder.paths import REPO
 
 from .conftest import bwrap_available, sandbox_command
 
@@ -129,7 +130,7 @@ def test_bundle_holds_what_a_student_needs_and_nothing_else(student_bundle):
 
 
 def test_student_requirements_are_the_course_pins_minus_the_graders(student_bundle):
-    from autograder.student_bundle import GRADER_ONLY, student_requirements
+    from autograder.build.student_bundle import GRADER_ONLY, student_requirements
 
     required = (student_bundle / "requirements.txt").read_text()
     for pin in student_requirements():

@@ -15,14 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from traitlets.config.loader import PyFileConfigLoader
-
 from nbgrader.converters import Autograde, GenerateAssignment, NbGraderException
 from nbgrader.coursedir import CourseDirectory
+from traitlets.config.loader import PyFileConfigLoader
 
-from autograder import nbgrader_plugin
+from autograder.nbgrader import plugin as nbgrader_plugin
+from autograder.paths import venv_env
 from autograder.progress import Progress
-from autograder.release import venv_env
 from autograder.report import Report
 
 REPO = Path(__file__).resolve().parents[2]

@@ -23,10 +23,10 @@ from autograder.analytics import class_report, statistics
 from autograder.analytics.nbgrader_results import results_from_outputs
 from autograder.analytics.results import load_grades
 from autograder.course import load_course
-from autograder.nbgrader_plugin import cell_outputs
-from autograder.notebook import REPO
-from autograder.release import venv_env
-from autograder.report import Report, TestResult, write_report
+from autograder.grade_history import write_report
+from autograder.nbgrader.plugin import cell_outputs
+from autograder.paths import REPO, venv_env
+from autograder.report import Report, TestResult
 
 SAMPLES = REPO / "data" / "sample_submissions"
 STEM = "part_a_discovery"

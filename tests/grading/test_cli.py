@@ -19,7 +19,7 @@ import pytest
 
 from autograder import cli
 from autograder.config import GradingConfig
-from autograder.notebook import REPO
+from autograder.paths import REPO
 from autograder.report import Report
 
 SAMPLES = REPO / "data" / "sample_submissions"

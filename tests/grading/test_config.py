@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from autograder import cli
-from autograder.session import GradingSession
 from autograder.config import GradingConfig
-from autograder.intake import ConfigurationError
-from autograder.nbgrader_plugin import SandboxedGrading
-from autograder.notebook import REPO
+from autograder.errors import ConfigurationError
+from autograder.nbgrader.plugin import SandboxedGrading
+from autograder.paths import REPO
 from autograder.plan import Cell, GradingPlan
 from autograder.sandbox import isolation
 from autograder.sandbox import worker as worker_module
 from autograder.sandbox.errors import WorkerTimeout
 from autograder.sandbox.limits import GiB, MiB, ResourceLimits
+from autograder.session import GradingSession
 
 TIMEOUTS = ("timeout_notebook", "timeout_cell", "timeout_call", "timeout_hung_call", "timeout_worker_start")
 GPU_NODES = ["/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm"]

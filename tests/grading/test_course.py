@@ -23,7 +23,7 @@ from autograder.course import (
     load_course,
     read_course,
 )
-from autograder.notebook import REPO
+from autograder.paths import REPO
 
 SOURCE = notebook_module.SOURCE_DIR / "week6"
 COURSE_MODULE = REPO / "autograder" / "course.py"

@@ -20,7 +20,7 @@ import torch
 from autograder import drivers
 from autograder.config import GradingConfig
 from autograder.drivers import models  # noqa: F401  (registers the fixtures)
-from autograder.notebook import REPO
+from autograder.paths import REPO
 from autograder.plan import Cell, GradingPlan
 from autograder.sandbox import worker as worker_module
 from autograder.sandbox.fixtures import available_fixtures, fixture, fixture_imports, fixture_names

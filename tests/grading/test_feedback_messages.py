@@ -43,9 +43,9 @@ import torch
 import autograder.reference as reference_package
 from autograder.draws import Draws
 from autograder.drivers import probes
-from autograder.feedback_detail import STAFF_ONLY, RemoveStaffDetail, is_staff_only, without_staff_detail
-from autograder.nbgrader_plugin import cell_outputs
-from autograder.notebook import REPO
+from autograder.nbgrader.feedback_detail import STAFF_ONLY, RemoveStaffDetail, is_staff_only, without_staff_detail
+from autograder.nbgrader.plugin import cell_outputs
+from autograder.paths import REPO
 from autograder.pytest_plugin import HIDDEN_DIR, run_hidden_suite
 from autograder.report import TestResult
 from autograder.suite import GradingFailure

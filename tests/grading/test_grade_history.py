@@ -12,11 +12,11 @@ import sys
 
 import pytest
 
-from autograder.analytics import history
-from autograder.analytics.history import keep_previous, read_changes
+from autograder import grade_history as history
 from autograder.cli import merge
-from autograder.notebook import REPO
-from autograder.report import Report, TestResult, write_report
+from autograder.grade_history import keep_previous, read_changes, write_report
+from autograder.paths import REPO
+from autograder.report import Report, TestResult
 
 SAMPLES = REPO / "data" / "sample_submissions"
 

@@ -1,4 +1,4 @@
-"""The sanitizer policy of student content (``autograder/html_safety.py``), without a browser.
+"""The sanitizer policy of student content (``autograder/nbgrader/html_safety.py``), without a browser.
 
 Each vector is cleaned and the result read back tag by tag: no element that runs or
 loads script (script, iframe, object, embed, SVG, forms, base, meta, link, style), no
@@ -25,10 +25,20 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from autograder.html_safety import (CLASSES, FEEDBACK_POLICY, ID_PREFIX, IMAGE, LANGUAGE_CLASS, LINK, STYLE_PROPERTIES,
-                                    TAGS, ScrubTemplateFields, clean)
 from autograder.mathml import latex_to_mathml
-from autograder.notebook import REPO
+from autograder.nbgrader.html_safety import (
+    CLASSES,
+    FEEDBACK_POLICY,
+    ID_PREFIX,
+    IMAGE,
+    LANGUAGE_CLASS,
+    LINK,
+    STYLE_PROPERTIES,
+    TAGS,
+    ScrubTemplateFields,
+    clean,
+)
+from autograder.paths import REPO
 
 PNG = base64.b64encode(bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415408d763f8cfc000000301"
@@ -260,7 +270,7 @@ def formgrader_page() -> str:
 
 
 def feedback_page() -> str:
-    from autograder.feedback_math import FeedbackExporter
+    from autograder.nbgrader.feedback_math import FeedbackExporter
 
     exporter = FeedbackExporter(config=repo_config())
     resources = {"nbgrader": {"notebook": "part_b_bert_gpt", "score": 0, "max_score": 1, "late_penalty": 0}}

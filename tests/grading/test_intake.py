@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import intake
-from autograder.notebook import REPO
+from autograder import errors, files, intake
+from autograder.paths import REPO
 from autograder.report import MAX_REPORT_BYTES
 
 SAMPLES = REPO / "data" / "sample_submissions"
@@ -98,9 +98,9 @@ def test_the_ta_names_the_student_of_a_single_notebook(tmp_path):
     path = notebook(tmp_path / "anywhere")
     (found,) = intake.collect([path], student="dora")
     assert (found.student, found.problem) == ("dora", None)
-    with pytest.raises(intake.ConfigurationError, match="--student"):
+    with pytest.raises(errors.ConfigurationError, match="--student"):
         intake.collect([path], student="../etc")
-    with pytest.raises(intake.ConfigurationError, match="class root"):
+    with pytest.raises(errors.ConfigurationError, match="class root"):
         notebook(tmp_path / "submitted" / "erin" / "week6")
         intake.collect([tmp_path / "submitted"], student="dora")
 
@@ -115,7 +115,7 @@ def test_links_devices_fifos_and_huge_files_are_reported_never_read(tmp_path, pr
     (folder / "part_b_finetuning.ipynb").symlink_to("/dev/zero")
     os.mkfifo(folder / "exercise1_masked_predictions.ipynb")
     with open(folder / "exercise2_finetune_vs_scratch.ipynb", "wb") as huge:
-        huge.truncate(intake.MAX_NOTEBOOK_BYTES + 1)  # sparse: costs no disk
+        huge.truncate(files.MAX_NOTEBOOK_BYTES + 1)  # sparse: costs no disk
     (root / "solutions").symlink_to(repo_root / "solutions", target_is_directory=True)  # a "student" that is a link
     (root / "frank").symlink_to(repo_root / "data" / "sample_submissions" / "alice_full_solution")
     started = time.perf_counter()
@@ -138,13 +138,13 @@ def test_read_regular_file_refuses_what_is_not_a_regular_file(tmp_path, private_
     os.mkfifo(fifo)
     for path, fragment in ((link, "symbolic link"), (fifo, "FIFO"), (Path("/dev/zero"), "character device"),
                            (tmp_path, "folder")):
-        with pytest.raises(intake.IntakeError, match=fragment):
-            intake.read_regular_file(path)
+        with pytest.raises(errors.IntakeError, match=fragment):
+            files.read_regular_file(path)
     big = tmp_path / "big.ipynb"
     big.write_bytes(b"x" * 2048)
-    with pytest.raises(intake.IntakeError, match="MiB"):
-        intake.read_regular_file(big, limit=1024)
-    assert intake.read_regular_file(private_file) == SECRET.encode()
+    with pytest.raises(errors.IntakeError, match="MiB"):
+        files.read_regular_file(big, limit=1024)
+    assert files.read_regular_file(private_file) == SECRET.encode()
 
 
 # ----------------------------------------------------------------------- what a notebook holds
@@ -169,13 +169,13 @@ def _nested(depth: int):
 
 
 @pytest.mark.parametrize("build, fragments", [
-    (lambda tmp: _padded(tmp, cells=intake.MAX_CELLS), [f"{intake.MAX_CELLS:,} cells", "delete the cells you added"]),
-    (lambda tmp: _padded(tmp, metadata=[[] for _ in range(intake.MAX_JSON_VALUES)]),
-     [f"{intake.MAX_JSON_VALUES:,} a notebook may have", "Clear Outputs"]),
-    (lambda tmp: _padded(tmp, metadata=["line"] * intake.MAX_JSON_VALUES), ["JSON values", "Clear Outputs"]),
-    (lambda tmp: _padded(tmp, metadata=[[]] * (20 * intake.MAX_JSON_VALUES)), ["JSON values", "Clear Outputs"]),
-    (lambda tmp: _padded(tmp, metadata=_nested(intake.MAX_JSON_DEPTH)),
-     [f"nested more than {intake.MAX_JSON_DEPTH} levels", "download the notebook again"]),
+    (lambda tmp: _padded(tmp, cells=files.MAX_CELLS), [f"{files.MAX_CELLS:,} cells", "delete the cells you added"]),
+    (lambda tmp: _padded(tmp, metadata=[[] for _ in range(files.MAX_JSON_VALUES)]),
+     [f"{files.MAX_JSON_VALUES:,} a notebook may have", "Clear Outputs"]),
+    (lambda tmp: _padded(tmp, metadata=["line"] * files.MAX_JSON_VALUES), ["JSON values", "Clear Outputs"]),
+    (lambda tmp: _padded(tmp, metadata=[[]] * (20 * files.MAX_JSON_VALUES)), ["JSON values", "Clear Outputs"]),
+    (lambda tmp: _padded(tmp, metadata=_nested(files.MAX_JSON_DEPTH)),
+     [f"nested more than {files.MAX_JSON_DEPTH} levels", "download the notebook again"]),
 ])
 def test_a_notebook_over_a_limit_of_its_structure_is_refused_before_nbformat_reads_it(tmp_path, monkeypatch,
                                                                                       build, fragments):
@@ -197,11 +197,11 @@ def test_a_notebook_just_within_every_limit_is_read(tmp_path):
     (code, a printed tensor) are not structure."""
     from autograder.notebook import read_notebook
 
-    cells = intake.MAX_CELLS - len(json.loads(FULL.read_text())["cells"])
+    cells = files.MAX_CELLS - len(json.loads(FULL.read_text())["cells"])
     # The first cell's metadata is 3 levels down (document, cells, cell, metadata, extra).
-    path = _padded(tmp_path, cells=cells, metadata=[_nested(intake.MAX_JSON_DEPTH - 5), "[[[[" * 100, "{" * 100])
-    assert len(read_notebook(path).cells) == intake.MAX_CELLS
-    assert intake.structure_problem(FULL.read_bytes()) is None
+    path = _padded(tmp_path, cells=cells, metadata=[_nested(files.MAX_JSON_DEPTH - 5), "[[[[" * 100, "{" * 100])
+    assert len(read_notebook(path).cells) == files.MAX_CELLS
+    assert files.structure_problem(FULL.read_bytes()) is None
 
 
 # ----------------------------------------------------------------------- names

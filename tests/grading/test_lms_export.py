@@ -18,9 +18,10 @@ import pytest
 from autograder.analytics.lms_export import export, read_mapping
 from autograder.analytics.results import load_grades
 from autograder.course import load_course
-from autograder.intake import ConfigurationError
-from autograder.notebook import REPO
-from autograder.report import Report, TestResult, write_report
+from autograder.errors import ConfigurationError
+from autograder.grade_history import write_report
+from autograder.paths import REPO
+from autograder.report import Report, TestResult
 
 COURSE = load_course()
 STEMS = COURSE.stems

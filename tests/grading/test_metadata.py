@@ -6,7 +6,8 @@ import copy
 import nbformat
 import pytest
 
-from autograder.notebook import REPO, metadata_problem
+from autograder.notebook import metadata_problem
+from autograder.paths import REPO
 from autograder.plan import plan_grading
 
 STEM = "part_a_discovery"

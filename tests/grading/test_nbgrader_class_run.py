@@ -30,10 +30,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import intake
+from autograder import files, intake
 from autograder.course import load_course
-from autograder.notebook import REPO
-from autograder.release import venv_env
+from autograder.paths import REPO, venv_env
 
 SAMPLES = REPO / "data" / "sample_submissions"
 STEM = "part_a_discovery"
@@ -157,7 +156,7 @@ def oversized(target: Path) -> None:
     """Alice's notebook followed by a hole up to one byte over the limit: no disk used."""
     target.write_bytes(ALICE.read_bytes())
     with open(target, "r+b") as handle:
-        handle.truncate(intake.MAX_NOTEBOOK_BYTES + 1)
+        handle.truncate(files.MAX_NOTEBOOK_BYTES + 1)
 
 
 # ---------------------------------------------------------------- the two runs
@@ -290,8 +289,8 @@ def test_only_one_copy_of_a_duplicated_cell_is_graded(course):
         assert grade_id in notices(notebook)
 
 
-@pytest.mark.parametrize("student, limit", [(MANY_CELLS, f"{intake.MAX_CELLS:,} cells"),
-                                            (OVERSIZED, f"{intake.MAX_NOTEBOOK_BYTES // intake.MiB} MiB")])
+@pytest.mark.parametrize("student, limit", [(MANY_CELLS, f"{files.MAX_CELLS:,} cells"),
+                                            (OVERSIZED, f"{files.MAX_NOTEBOOK_BYTES // files.MiB} MiB")])
 def test_a_notebook_over_a_limit_scores_zero_with_the_limit_named(course, log, student, limit):
     root, _, _ = course
     with gradebook(root) as gb:
@@ -329,7 +328,7 @@ def test_an_html_student_id_is_refused_and_never_reaches_the_gradebook(course, l
 
 def test_feedback_shows_each_student_what_was_not_graded(course):
     root, _, _ = course
-    shown = {MANY_CELLS: f"{intake.MAX_CELLS:,} cells", "nat_missing_cells": "a2_which_is_more_accurate",
+    shown = {MANY_CELLS: f"{files.MAX_CELLS:,} cells", "nat_missing_cells": "a2_which_is_more_accurate",
              "bea_duplicated_test_cell": "test_sequence_logprob"}
     others = sorted(p.name for p in (root / "autograded").iterdir() if p.name not in shown)
     done = nbgrader(root, "generate_feedback", "week6", "--force",

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import load_course
-from autograder.notebook import REPO
-from autograder.release import venv_env
+from autograder.paths import REPO, venv_env
 
 SAMPLES = REPO / "data" / "sample_submissions"
 STEM = "part_b_bert_gpt"

@@ -20,12 +20,12 @@ import nbformat
 import pytest
 
 from autograder.course import load_course
-from autograder.feedback_math import latex_to_mathml
-from autograder.nbgrader_export import NotebookScoresExport, notebook_columns
-from autograder.nbgrader_plugin import cell_outputs
-from autograder.notebook import REPO, SOLUTION_REGION, solution_regions
+from autograder.nbgrader.export import NotebookScoresExport, notebook_columns
+from autograder.nbgrader.feedback_math import latex_to_mathml
+from autograder.nbgrader.plugin import cell_outputs
+from autograder.notebook import SOLUTION_REGION, solution_regions
+from autograder.paths import REPO, venv_env
 from autograder.report import TestResult
-from autograder.release import venv_env
 
 SAMPLES = REPO / "data" / "sample_submissions"
 SOLUTIONS = REPO / "solutions" / "week6"
@@ -348,7 +348,7 @@ def test_export_through_nbgrader_has_notebook_columns(course):
 def test_the_formgrader_shows_the_staff_detail_and_the_feedback_leaves_it_out(course):
     """The staff's detail of a failure (the reference's values) is in the autograded notebook the
     formgrader shows, and not in the feedback HTML that students receive."""
-    from autograder.feedback_detail import is_staff_only
+    from autograder.nbgrader.feedback_detail import is_staff_only
 
     root, _ = course
     staff = [entry for cell in autograded(root, "carol_half_correct").cells if cell.cell_type == "code"

@@ -7,9 +7,20 @@ import json
 
 import pytest
 
-from autograder.intake import IntakeError
-from autograder.report import (MAX_MESSAGE_CHARS, MAX_REPORT_BYTES, MAX_WARNINGS, Report, TestResult, clip,
-                               read_report, to_gradescope, write_gradescope, write_report, write_table)
+from autograder.errors import IntakeError
+from autograder.grade_history import write_report
+from autograder.report import (
+    MAX_MESSAGE_CHARS,
+    MAX_REPORT_BYTES,
+    MAX_WARNINGS,
+    Report,
+    TestResult,
+    clip,
+    read_report,
+    to_gradescope,
+    write_gradescope,
+    write_table,
+)
 
 
 def report_with(messages: list[str], warnings: list[str] | None = None) -> Report:

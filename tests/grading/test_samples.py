@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from autograder.analytics.sources import RUN_FILE
-from autograder.notebook import REPO
+from autograder.paths import REPO
 from autograder.report import MAX_REPORT_BYTES
 from autograder.sandbox.isolation import bwrap_works
 

@@ -22,10 +22,20 @@ import textwrap
 import nbformat
 
 from autograder.analytics import similarity
-from autograder.analytics.similarity import (THRESHOLD, Answer, Pair, Similarity, find_similar, fingerprint,
-                                             highlighted, normalize, starter_fingerprints, write_csv)
+from autograder.analytics.similarity import (
+    THRESHOLD,
+    Answer,
+    Pair,
+    Similarity,
+    find_similar,
+    fingerprint,
+    highlighted,
+    normalize,
+    starter_fingerprints,
+    write_csv,
+)
 from autograder.course import load_course
-from autograder.notebook import REPO
+from autograder.paths import REPO
 
 from .variants import of as variants_of
 

@@ -17,11 +17,10 @@ import torch
 
 from autograder.config import GradingConfig
 from autograder.draws import MIN_SECRET_CHARS, PUBLIC, SECRET_ENV, Draws, course_secret, describe
-from autograder.intake import ConfigurationError
+from autograder.errors import ConfigurationError
 from autograder.version import suite_hash
 from tests.grading import variants
-from tests.grading.inprocess import failures, grade_in_process, grading_environment, points_per_cell, \
-    student_namespace
+from tests.grading.inprocess import failures, grade_in_process, grading_environment, points_per_cell, student_namespace
 from tests.grading.test_clauses import grade_round, rounds
 from tests.grading.test_suites import COURSE, STEMS, student_names
 

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+
 import pytest
 import torch
 
-from autograder.notebook import REPO
+from autograder.paths import REPO
 
 CHECKPOINTS = REPO / "data" / "checkpoints"
 FOLDERS = ["austen-bert-mlm", "austen-gpt-clm", "austen-t5-span", "austen-t5-span-tiny"]

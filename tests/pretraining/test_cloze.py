@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from autograder.notebook import REPO
+from autograder.paths import REPO
 
 CLOZE = REPO / "data" / "cloze" / "cloze.jsonl"
 CORPUS = REPO / "data" / "corpus"

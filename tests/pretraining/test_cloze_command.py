@@ -6,7 +6,7 @@ import re
 import pytest
 import torch
 
-from autograder.notebook import REPO
+from autograder.paths import REPO
 from week6_pretraining import cloze
 from week6_pretraining.evaluate import cloze_accuracy, load_cloze
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograder.notebook import REPO
+from autograder.paths import REPO
 
 FOLDER = REPO / "data" / "tokenizer" / "austen-wordpiece"
 

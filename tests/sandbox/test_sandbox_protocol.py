@@ -1,7 +1,6 @@
 """The wire format on its own: frames, payloads and the vocabulary (no worker)."""
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 import os

@@ -16,7 +16,7 @@ the student changed (source, type, lock or points) is still reported by nbgrader
 own checks, naming the student and notebook, and replaced.
 
 Either way a changed locked cell changes no score: the sandboxed grader
-(``autograder/nbgrader_plugin.py``) takes the setup cells from the instructor
+(``autograder/nbgrader/plugin.py``) takes the setup cells from the instructor
 notebook and runs the hidden suites of ``autograder/hidden``, never the
 notebook's test or setup cells. The warning is there for the TA, not for the grade.
 
@@ -31,7 +31,7 @@ the class run, in nbgrader's later steps:
   nbgrader would refuse (an old schema version stops ``nbgrader autograde`` for the whole
   class) or a role the student changed cannot make the checksums disagree;
 * every graded cell the submission lacks (deleted, or dropped by
-  ``nbgrader_intake.ScreenCells``) is put back from the gradebook after the cell that
+  ``nbgrader.intake.ScreenCells``) is put back from the gradebook after the cell that
   precedes it in the instructor's notebook, under a notice naming it: a test cell so that
   it shows and records the grader's points, a written answer as released, which scores 0.
 
@@ -44,13 +44,12 @@ import html
 
 from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell, new_markdown_cell
-
 from nbgrader.api import MissingEntry
 from nbgrader.nbgraderformat import MetadataValidator, SchemaTooNewError, SchemaTooOldError, ValidationError
 from nbgrader.preprocessors import ClearHiddenTests, OverwriteCells
 from traitlets import Bool
 
-from .intake import display
+from ..intake import display
 
 # What a notice cell starts with; the tests and a TA's search find it by this.
 NOTICE = "**Not graded as submitted.**"

@@ -35,11 +35,10 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from .course import load_course
-from .notebook import ASSIGNMENT, REPO
-from .version import __version__
+from ..course import load_course
+from ..paths import RELEASE, REPO
+from ..version import __version__
 
-RELEASE = REPO / "assignments" / ASSIGNMENT
 STUDENT_FILES = REPO / "student"
 DEFAULT_OUT = REPO / "dist"
 BUNDLE_NAME = "week6-student"
@@ -178,7 +177,7 @@ def build(out: Path = DEFAULT_OUT) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.student_bundle", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m autograder.build.student_bundle", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="parent folder (default: dist/)")
     args = parser.parse_args(argv)

@@ -4,7 +4,7 @@ A hidden test's message is what a student may read; its ``detail`` (``TestResult
 adds what the check compared against, the reference's values of a hidden or drawn input,
 which would hand a student the answers to the very inputs that grade them. The autograded
 notebook is what both the formgrader and ``nbgrader generate_feedback`` render, so
-``autograder.nbgrader_plugin`` writes each detail as an entry of its own in the test cell's
+``autograder.nbgrader.plugin`` writes each detail as an entry of its own in the test cell's
 ``error`` output, beginning with :data:`STAFF_ONLY`, and :class:`RemoveStaffDetail` (one of
 ``GenerateFeedback.preprocessors`` in ``nbgrader_config.py``) drops those entries from the
 copy that becomes the feedback.

@@ -13,10 +13,9 @@ import json
 import re
 from pathlib import Path
 
-from .notebook import REPO
+from ..paths import RESULTS as RESULTS_DIR
 
-RESULTS = REPO / "benchmarks" / "results" / "grading_speed.json"
-README_PATH = REPO / "README.md"
+RESULTS = RESULTS_DIR / "grading_speed.json"
 BEGIN = "<!-- grading-speed table: written by make regen from benchmarks/results/grading_speed.json -->"
 END = "<!-- end of the grading-speed table -->"
 BLOCK = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END), re.S)

@@ -3,38 +3,24 @@
 nbgrader runs in a scratch course root holding a copy of the source folder, so
 the repository's gradebook is never touched and the output depends on the
 notebooks alone. The generated files are compared with the committed release one
-by one through the repository's check-or-write helper (``autograder/generated.py``):
-``python -m autograder.release`` writes what differs and removes what nbgrader no
+by one through the repository's check-or-write helper (``autograder/build/generated.py``):
+``python -m autograder.build.release`` writes what differs and removes what nbgrader no
 longer generates; ``--check`` writes nothing and exits 1 naming the files that are
-out of date. ``python -m autograder.regen`` runs it with the other generated files.
+out of date. ``python -m autograder.build.regen`` runs it with the other generated files.
 """
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from ..paths import ASSIGNMENT, RELEASE, REPO, SOURCE, venv_env
 from .generated import update
-from .notebook import ASSIGNMENT, REPO
 
-SOURCE = REPO / "solutions" / ASSIGNMENT
-RELEASE = REPO / "assignments" / ASSIGNMENT
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
-
-
-def venv_env() -> dict[str, str]:
-    """The environment with this interpreter's ``bin/`` first on PATH.
-
-    nbgrader runs the ``alembic`` command to set up its gradebook; inside a
-    virtual environment that is not activated, it would not be found.
-    """
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return env
 
 
 def generate(into: Path) -> Path:
@@ -97,7 +83,7 @@ def regenerate(*, check: bool) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.release", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m autograder.build.release", description=__doc__)
     parser.add_argument("--check", action="store_true", help="compare with the committed release; change nothing")
     args = parser.parse_args(argv)
     stale = regenerate(check=args.check)

@@ -19,11 +19,10 @@ import re
 import statistics
 from pathlib import Path
 
-from .notebook import ASSIGNMENT, REPO, SOURCE_DIR
+from ..paths import RESULTS as RESULTS_DIR
+from ..paths import SOURCE
 
-SOURCE = SOURCE_DIR / ASSIGNMENT
-RESULTS = REPO / "benchmarks" / "results" / "reference_values.json"
-README = REPO / "README.md"
+RESULTS = RESULTS_DIR / "reference_values.json"
 METADATA_KEY = "reference_values"
 # | `stem` | 8 s | 27 s |   (the README's table of run times)
 TIME_ROW = re.compile(r"^\| `(?P<stem>[A-Za-z0-9_]+)` \| (?P<fast>[^|]*) \| (?P<full>[^|]*) \|$")

@@ -20,8 +20,8 @@ import csv
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins.export import CsvExportPlugin
 
-from .course import load_course
-from .report import spreadsheet_cell
+from ..course import load_course
+from ..report import spreadsheet_cell
 
 # nbgrader's CsvExportPlugin columns, in its order; the free-text ones are neutralised.
 COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",

@@ -1,30 +1,30 @@
 """``make regen``: bring every generated file of the repository up to date, in order.
 
-    python -m autograder.regen                  # regenerate what is out of date
-    python -m autograder.regen --check          # write nothing; exit 1 listing what is out of date
-    python -m autograder.regen --only handout   # one step (repeatable): tables, release, handout, samples, readme, checksums
+    python -m autograder.build.regen                  # regenerate what is out of date
+    python -m autograder.build.regen --check          # write nothing; exit 1 listing what is out of date
+    python -m autograder.build.regen --only handout   # one step (repeatable): tables, release, handout, samples, readme, checksums
 
 The steps, in the order in which they depend on each other:
 
 1. ``tables``: the "What you should see" cells of ``solutions/week6`` from
-   ``benchmarks/results/reference_values.json`` (``autograder/reference_tables.py``);
+   ``benchmarks/results/reference_values.json`` (``autograder/build/reference_tables.py``);
 2. ``release``: ``assignments/week6`` from ``solutions/week6`` with nbgrader
-   (``autograder/release.py``), which is why the tables come first;
+   (``autograder/build/release.py``), which is why the tables come first;
 3. ``handout``: ``handouts/week6.html``, ``handouts/grading_map.md`` and the item
    lines of the "Where in the notebooks" boxes of ``handouts/week6.md``
    (``handouts/build.py``);
 4. ``samples``: ``data/sample_submissions/`` from the release notebooks
    (``data/sample_submissions/build.py``), which is why the release comes first;
 5. ``readme``: the points columns of the README's table of notebooks, from the
-   course model (``autograder/readme_points.py``), and its table of run times, from the
-   reference runs (``autograder/reference_tables.py``);
+   course model (``autograder/build/readme_points.py``), and its table of run times, from the
+   reference runs (``autograder/build/reference_tables.py``);
 6. ``checksums``: every ``data/**/SHA256SUMS`` against the files it lists. The data
    sets, tokenizer and checkpoints are rebuilt from upstream downloads or by
    training (``data/*/build.py``, ``python -m week6_pretraining...``), not here: a
    mismatch is reported in both modes and never "fixed" by rewriting the list.
 
 Steps 1-5 hand every file to one check-or-write helper
-(:func:`autograder.generated.update`); ``--check`` therefore writes nothing, and
+(:func:`autograder.build.generated.update`); ``--check`` therefore writes nothing, and
 reports each file that differs, is missing, or should no longer exist. All steps
 run even when one finds something, so one run lists everything.
 """
@@ -39,10 +39,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..paths import DATA, REPO
 from .generated import shown, update
-from .notebook import REPO
 
-DATA = REPO / "data"
 SAMPLES_BUILD = DATA / "sample_submissions" / "build.py"
 
 
@@ -92,7 +91,7 @@ def release(check: bool) -> Found:
     try:
         return Found(stale=[shown(path) for path in release_module.regenerate(check=check)])
     except RuntimeError as err:  # nbgrader generate_assignment failed
-        return Found(errors=[f"autograder/release.py: {err}"])
+        return Found(errors=[f"autograder/build/release.py: {err}"])
 
 
 def handout(check: bool) -> Found:
@@ -150,7 +149,7 @@ STEPS: dict[str, Callable[[bool], Found]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.regen", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m autograder.build.regen", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 listing what is out of date")
     parser.add_argument("--only", action="append", choices=list(STEPS), metavar="STEP",

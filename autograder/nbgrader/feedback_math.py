@@ -16,19 +16,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nbgrader
 from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
-import nbgrader
-
 # The math rules and the conversion have one home, autograder/mathml.py; the names
 # below stay importable from here.
-from .mathml import MathError, latex_to_mathml, to_mathml  # noqa: F401
+from ..mathml import MathError, latex_to_mathml, to_mathml  # noqa: F401
 
-# autograder/templates/week6_feedback: nbgrader's "feedback" template (its conf.json
+# autograder/nbgrader/templates/week6_feedback: nbgrader's "feedback" template (its conf.json
 # names it as the base) with an empty mathjax macro that shadows nbconvert's, and the
-# page's Content-Security-Policy (autograder/html_safety.py). week6_formgrade: the
+# page's Content-Security-Policy (autograder/nbgrader/html_safety.py). week6_formgrade: the
 # formgrader's page of a submission, nbgrader's "formgrade" with an escaped head and
 # navigation bar under the same kind of policy.
 TEMPLATES = Path(__file__).resolve().parent / "templates"

@@ -56,23 +56,24 @@ from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_output
-from traitlets import Bool, Float, Unicode
-
 from nbgrader import utils
 from nbgrader.converters import BaseConverter
 from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
+from traitlets import Bool, Float, Unicode
 
-from .config import GradingConfig
-from .draws import describe
+from ..config import GradingConfig
+from ..draws import describe
+from ..errors import ConfigurationError, IntakeError
+from ..files import read_regular_file
+from ..intake import Submission
+from ..notebook import cell_points, is_test_cell
+from ..paths import ASSIGNMENT
+from ..progress import Progress
+from ..report import Report, TestResult
+from ..runner import grade_in_subprocess
+from ..session import zygote_pool
+from ..version import up_to_date_report
 from .feedback_detail import STAFF_ONLY
-from .intake import ConfigurationError, IntakeError, Submission, read_regular_file
-from .notebook import ASSIGNMENT, cell_points, is_test_cell
-from .progress import Progress
-from .report import Report, TestResult
-from .runner import grade_in_subprocess
-from .session import zygote_pool
-from .version import up_to_date_report
-
 
 # Where SandboxedGrading leaves {grade_id: points} for SaveSandboxedGrades.
 POINTS = "week6_points"
@@ -223,7 +224,7 @@ class SandboxedGrading(NbGraderPreprocessor):
         What is graded is the ``submitted`` file, read as ``python -m autograder grade`` reads
         it (the same limits, the same choice among cells that share a grade_id), so that both
         give a notebook the same score whatever nbgrader's sanitising steps changed in ``nb``
-        (``nbgrader_intake.py``); ``nb`` itself only outside an nbgrader run."""
+        (``nbgrader/intake.py``); ``nb`` itself only outside an nbgrader run."""
         report = self._saved_report(Path(course_root), student, stem) if self.reports else None
         if report is None and submitted is not None:
             report = grade_in_subprocess(submitted, student=student, config=self._run_config(course_root))

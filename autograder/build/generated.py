@@ -1,16 +1,16 @@
 """Generated files: one check-or-write helper for every script that writes them.
 
-The release (``autograder/release.py``), the handout and grading map
+The release (``autograder/build/release.py``), the handout and grading map
 (``handouts/build.py``) and the sample submissions
 (``data/sample_submissions/build.py``) compute what their files should hold and
-hand each one to :func:`update`; ``python -m autograder.regen`` runs them all. With
+hand each one to :func:`update`; ``python -m autograder.build.regen`` runs them all. With
 ``check=True`` nothing is written: a file that differs is reported and counted.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from .notebook import REPO
+from ..paths import REPO
 
 
 def shown(path: Path) -> str:

@@ -18,7 +18,7 @@ images nor tables. ``nbgrader_config.py`` therefore sets, for every HTML exporte
 * ``preprocessors``: :class:`ScrubTemplateFields`, for the few values templates
   write into HTML around the sanitizer, and a :class:`FormgraderPolicy` or a
   :class:`FeedbackPolicy`, whose Content-Security-Policy the course's templates
-  (``autograder/templates/``) put first in each page's head: a second wall that
+  (``autograder/nbgrader/templates/``) put first in each page's head: a second wall that
   stops inline script even if something got past the sanitizer.
 
 The policy (:data:`TAGS`, :data:`ATTRIBUTES`, :data:`STYLE_PROPERTIES`,
@@ -33,11 +33,10 @@ import secrets
 
 import nh3
 from jinja2 import pass_context
+from nbconvert.preprocessors import Preprocessor
 from pygments.token import STANDARD_TYPES
 from traitlets import Bool
 from traitlets.config import LoggingConfigurable
-
-from nbconvert.preprocessors import Preprocessor
 
 # ------------------------------------------------------------------ the allow-list
 # HTML that text, tables and images need. Left out on purpose: script, style,

@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .course import Course, load_course
-from .notebook import REPO
+from ..course import Course, load_course
+from ..paths import README
 
-README = REPO / "README.md"
 # | `stem.ipynb` | what it covers | auto | written |
 ROW = re.compile(r"^\| `(?P<stem>[A-Za-z0-9_]+)\.ipynb` \| (?P<covers>.*) \| (?P<auto>[^|]*) \| (?P<written>[^|]*) \|$")
 
@@ -50,5 +49,5 @@ def with_course_points(text: str, course: Course) -> str:
 
 
 def outputs(readme: Path = README) -> dict[Path, bytes]:
-    """The README as it should be, for ``autograder.generated.update``."""
+    """The README as it should be, for ``autograder.build.generated.update``."""
     return {readme: with_course_points(readme.read_text(encoding="utf-8"), load_course()).encode("utf-8")}

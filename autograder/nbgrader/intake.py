@@ -16,14 +16,14 @@ whose cell metadata has an old schema version, which is what its own
   it cannot take in, or that nbgrader's sanitising steps still fail on, is replaced
   by a *stand-in*: the notebook as released, from the gradebook, under a notice that
   says why. Its scores still come from the sandboxed grader, which grades the
-  submitted file as the CLI does (``nbgrader_plugin.SandboxedGrading``): 0 for a file
+  submitted file as the CLI does (``nbgrader.plugin.SandboxedGrading``): 0 for a file
   over a limit, with the same message.
 * :class:`ScreenCells` (first of ``c.Autograde.sanitize_preprocessors``, in place of
   ``DeduplicateIds``) removes the nbgrader metadata of each cell the grader ignores:
   metadata the CLI's schema refuses (``notebook.metadata_problem``), a role without a
   ``grade_id``, and every repeat of a ``grade_id`` after its first cell, the one the
   grader grades. Each is named in the log and, in the notebook, by a notice.
-* ``nbgrader_cells.RestoreInstructorCells`` gives the remaining cells their
+* ``nbgrader.cells.RestoreInstructorCells`` gives the remaining cells their
   instructor's metadata and puts back the graded cells that are missing.
 
 What one notebook costs nbgrader is then bounded by the intake's limits (measured
@@ -40,15 +40,14 @@ from pathlib import Path
 
 from nbconvert.exporters import NotebookExporter
 from nbformat import NotebookNode
-from sqlalchemy.exc import SQLAlchemyError
-
 from nbgrader.api import Gradebook
 from nbgrader.converters import BaseConverter
 from nbgrader.preprocessors import NbGraderPreprocessor
+from sqlalchemy.exc import SQLAlchemyError
 
-from .intake import display, student_folder_refusal
-from .nbgrader_cells import instructor_cell, notice_cell
-from .notebook import UnreadableNotebook, metadata_problem, raw_grade_id, read_notebook
+from ..intake import display, student_folder_refusal
+from ..notebook import UnreadableNotebook, metadata_problem, raw_grade_id, read_notebook
+from .cells import instructor_cell, notice_cell
 
 CELL_TYPES = ("code", "markdown", "raw")
 ROLES = ("grade", "solution", "locked", "task")

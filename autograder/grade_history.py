@@ -1,6 +1,6 @@
 """Grade history: a re-grade that changes a score keeps the report it replaces, and says why.
 
-:func:`keep_previous` runs in ``report.write_report`` just before a report is replaced.
+:func:`keep_previous` runs in :func:`write_report` just before a report is replaced.
 When the new report gives other points than the one on disk (its total, or any graded
 item's), the old report is kept as ``<out>/<student>/history/<key>/<UTC time>.json``::
 
@@ -31,8 +31,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..intake import IntakeError, read_regular_file
-from ..report import MAX_REPORT_BYTES, Report, _write_json, read_report
+from .errors import IntakeError
+from .files import read_regular_file, write_json_atomically
+from .report import MAX_REPORT_BYTES, Report, read_report
 
 HISTORY = "history"  # the folder below a student's report folder
 CAUSES = ("submission", "suite", "device", "retry", "forced")
@@ -103,7 +104,7 @@ def keep_previous(out: Path, student: str, key: str, new: Report) -> Path | None
              "student": student, "notebook": new.notebook, "old_score": old.score, "new_score": new.score,
              "max_score": new.max_score or old.max_score, "previous_graded_at": _utc(graded_at),
              "previous": old.to_json()}
-    kept = _write_json(Path(out) / student / HISTORY, key, now.strftime("%Y%m%dT%H%M%S.%fZ"), entry)
+    kept = write_json_atomically(Path(out) / student / HISTORY / key, now.strftime("%Y%m%dT%H%M%S.%fZ"), entry)
     _prune(kept.parent)
     return kept
 
@@ -146,3 +147,12 @@ def _change(data) -> Change:
         raise ValueError(f"its cause is not one of {', '.join(CAUSES)}")
     return Change(data["student"], data["notebook"], data["cause"], tuple(causes), float(data["old_score"]),
                   float(data["new_score"]), float(data["max_score"]), data["changed_at"], data["previous_graded_at"])
+
+
+def write_report(out: Path, student: str, key: str, report: Report) -> Path:
+    """Write ``out/<student>/<key>.json`` atomically: a crash leaves the old file or the new one.
+
+    A report that changes the score of the one it replaces keeps that one first, with the
+    cause, in ``out/<student>/history/`` (:func:`keep_previous`)."""
+    keep_previous(out, student, key, report)
+    return write_json_atomically(Path(out) / student, key, report.to_json())
