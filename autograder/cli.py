@@ -50,7 +50,7 @@ from pathlib import Path
 
 from .analytics.commands import add_commands as add_analytics_commands
 from .analytics.sources import record as record_sources
-from .config import GradingConfig
+from .config import SETTINGS, TIMEOUTS, ZYGOTE, GradingConfig
 from .device import DEVICES, DeviceUnavailable
 from .draws import describe
 from .errors import ConfigurationError, IntakeError
@@ -92,55 +92,88 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
 
     ``config.hidden_paths`` must cover ``paths`` and ``config.out`` (``grading_config``
     does): no student reads another's notebook or report."""
-    out, device = config.out, config.device
-    if out is None:
+    if config.out is None:
         raise ConfigurationError("grading from the command line needs an output folder (GradingConfig.out)")
-    index, count = shard
-    everything = sorted(collect(paths or [SAMPLES], student=student), key=lambda s: (s.student, s.key))
-    record_sources(out, paths or [SAMPLES], student)  # where the similarity check reads the answers again
-    # Contiguous blocks of the stable order: a student's notebooks stay together (one
-    # grading process for them all) except where a block boundary cuts through them.
-    mine = everything[len(everything) * index // count: len(everything) * (index + 1) // count]
+    mine = _select(paths or [SAMPLES], student, shard, config.out)
     if not mine:
+        index, count = shard
         print("No notebooks found to grade" + (f" in shard {index}/{count}." if count > 1 else "."), file=sys.stderr)
         return EXIT_OK
-    stamp = {"schema_version": SCHEMA_VERSION, "grader_version": __version__, "suite_hash": suite_hash(config.secret),
-             "device": device}
+    recorder = _Recorder(config, formats)
+    reports, todo = recorder.triage(mine, force)
+    _announce(config, jobs, shard, mine, todo)
+    started = time.perf_counter()
+    _grade_all(todo, config, jobs, recorder, reports)
+    return _summarise(reports, config.out, shard, started)
 
-    def record(sub: Submission, report: Report, digest: str | None) -> Report:
-        """Name the report after the intake's student and file, stamp what graded it, write it at once."""
-        report = dataclasses.replace(report, **stamp, student=sub.student, notebook=sub.name,
+
+def _select(paths: list[Path], student: str | None, shard: tuple[int, int], out: Path) -> list[Submission]:
+    """This shard's submissions: contiguous blocks of the stable order, so that a student's
+    notebooks stay together (one grading process for them all) except where a block
+    boundary cuts through them."""
+    index, count = shard
+    everything = sorted(collect(paths, student=student), key=lambda s: (s.student, s.key))
+    record_sources(out, paths, student)  # where the similarity check reads the answers again
+    return everything[len(everything) * index // count: len(everything) * (index + 1) // count]
+
+
+class _Recorder:
+    """Names each report after the intake's student and file, stamps what graded it, and
+    writes it at once (a crash never loses a finished grade)."""
+
+    def __init__(self, config: GradingConfig, formats: tuple[str, ...]):
+        self.out, self.device, self.formats = config.out, config.device, formats
+        self.stamp = {"schema_version": SCHEMA_VERSION, "grader_version": __version__,
+                      "suite_hash": suite_hash(config.secret), "device": config.device}
+
+    def record(self, sub: Submission, report: Report, digest: str | None) -> Report:
+        report = dataclasses.replace(report, **self.stamp, student=sub.student, notebook=sub.name,
                                      submission_sha256=digest)
-        write_report(out, sub.student, sub.key, report)
-        if "gradescope" in formats:
-            write_gradescope(out, sub.student, sub.key, report)
+        write_report(self.out, sub.student, sub.key, report)
+        if "gradescope" in self.formats:
+            write_gradescope(self.out, sub.student, sub.key, report)
         return report
 
-    reports, todo = [], []
-    for sub in mine:
-        if sub.problem is not None:
-            reports.append(record(sub, Report.problem(sub.student, sub.name, sub.problem, device=device), None))
-            continue
-        try:
-            digest = hashlib.sha256(read_regular_file(sub.path)).hexdigest()
-        except IntakeError as err:  # changed since intake looked at it
-            reports.append(record(sub, Report.problem(sub.student, sub.name, str(err), device=device), None))
-            continue
-        done = None if force else up_to_date_report(out / sub.student / f"{sub.key}.json", digest, **stamp)
-        if done is not None:
-            reports.append(done)
-        else:
-            todo.append((sub, digest))
+    def triage(self, mine: list[Submission], force: bool) -> tuple[list[Report], list[tuple[Submission, str]]]:
+        """The reports already settled (problems of the intake, files that changed since it,
+        reports up to date unless ``force``) and what is left to grade, with its digest."""
+        reports, todo = [], []
+        for sub in mine:
+            if sub.problem is not None:
+                reports.append(self.record(sub, Report.problem(sub.student, sub.name, sub.problem,
+                                                               device=self.device), None))
+                continue
+            try:
+                digest = hashlib.sha256(read_regular_file(sub.path)).hexdigest()
+            except IntakeError as err:  # changed since intake looked at it
+                reports.append(self.record(sub, Report.problem(sub.student, sub.name, str(err), device=self.device),
+                                           None))
+                continue
+            done = None if force else up_to_date_report(self.out / sub.student / f"{sub.key}.json", digest,
+                                                        **self.stamp)
+            if done is not None:
+                reports.append(done)
+            else:
+                todo.append((sub, digest))
+        return reports, todo
 
+
+def _announce(config: GradingConfig, jobs: int, shard: tuple[int, int], mine: list[Submission],
+              todo: list[tuple[Submission, str]]) -> None:
+    index, count = shard
     skipped = sum(1 for s in mine if s.problem is None) - len(todo)
     print(describe(config.secret), file=sys.stderr)
-    print(f"Grading {len(todo)} notebook(s) with {jobs} job(s) on device '{device}'"
+    print(f"Grading {len(todo)} notebook(s) with {jobs} job(s) on device '{config.device}'"
           + (f", shard {index}/{count}" if count > 1 else "")
           + (f"; {skipped} already graded (--force grades them again)" if skipped else "")
           + (f"; {sum(1 for s in mine if s.problem)} file(s) not graded, see their reports"
              if any(s.problem for s in mine) else "") + "...", flush=True)
-    started = time.perf_counter()
 
+
+def _grade_all(todo: list[tuple[Submission, str]], config: GradingConfig, jobs: int, recorder: _Recorder,
+               reports: list[Report]) -> None:
+    """Grade ``todo`` in ``jobs`` parallel processes, one per student's batch, adding each
+    report to ``reports`` as it comes."""
     batches = submissions(todo, jobs)
     with contextlib.ExitStack() as stack:
         if todo:
@@ -154,7 +187,7 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
         def graded(batch: list[tuple[Submission, str]], index: int, report: Report) -> None:
             sub, digest = batch[index]
             with lock:  # from the pool's threads: one report and one progress line at a time
-                reports.append(record(sub, report, digest))
+                reports.append(recorder.record(sub, report, digest))
                 progress.done(sub, report)
 
         futures = [pool.submit(grade_submission, [sub.path for sub, _ in batch], student=batch[0][0].student,
@@ -163,6 +196,10 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
         for future in as_completed(futures):
             future.result()
 
+
+def _summarise(reports: list[Report], out: Path, shard: tuple[int, int], started: float) -> int:
+    """The class table (one shard: how to merge), warnings, and the exit status."""
+    index, count = shard
     if count == 1:
         table = write_table(reports, out)
         print()
@@ -279,19 +316,14 @@ def build_parser() -> argparse.ArgumentParser:
     grade_parser.add_argument("--force", action="store_true", help="grade again notebooks whose report is up to date")
     grade_parser.add_argument("--format", action="append", choices=("gradescope",), default=[],
                               help="also write each report in this format")
-    grade_parser.add_argument("--no-zygote", dest="zygote", action="store_false",
-                              help="start every sandboxed worker cold instead of forking it from a preloaded zygote")
-    # The timeouts of the run, each a field of GradingConfig (dest) with its default;
-    # docs/threat-model.md's limits table names them, and its test checks it.
+    # The run's settings (config.SETTINGS), each with its GradingConfig field as dest and default.
+    grade_parser.add_argument(ZYGOTE.option, dest=ZYGOTE.field, action="store_false",
+                              help=f"start every sandboxed worker cold (default: {ZYGOTE.help})")
     timeouts = grade_parser.add_argument_group("timeouts (seconds)")
-    for option, field, what in (
-            ("--timeout-notebook", "timeout_notebook", "one notebook's whole grading process"),
-            ("--timeout-cell", "timeout_cell", "running one solution cell"),
-            ("--timeout-call", "timeout_call", "one call of a student function"),
-            ("--timeout-hung-call", "timeout_hung_call", "each later call of an item that timed out once"),
-            ("--timeout-worker-start", "timeout_worker_start", "starting a sandboxed worker")):
-        timeouts.add_argument(option, dest=field, type=float, metavar="S", default=getattr(GradingConfig, field),
-                              help=f"{what} (default %(default)g)")
+    for setting in TIMEOUTS:
+        timeouts.add_argument(setting.option, dest=setting.field, type=float, metavar="S",
+                              default=getattr(GradingConfig, setting.field),
+                              help=f"{setting.help} (default %(default)g)")
     merge_parser = commands.add_parser("merge", help="build grades.csv from the reports of sharded runs")
     merge_parser.add_argument("folders", nargs="+", type=Path)
     merge_parser.add_argument("--out", type=Path, help="where grades.csv goes (default: the first folder)")
@@ -327,10 +359,8 @@ def grading_config(args: argparse.Namespace) -> GradingConfig:
     every job grades on it and each report records it. The sandbox hides every
     submission path given and the output folder, on top of the repository."""
     return GradingConfig.build(
-        device=args.device, out=args.out,
-        timeout_notebook=args.timeout_notebook, timeout_cell=args.timeout_cell, timeout_call=args.timeout_call,
-        timeout_hung_call=args.timeout_hung_call, timeout_worker_start=args.timeout_worker_start,
-        zygote=args.zygote, hidden_paths=(*GradingConfig.hidden_paths, *(str(p.resolve()) for p in args.paths),
+        device=args.device, out=args.out, **{setting.field: getattr(args, setting.field) for setting in SETTINGS},
+        hidden_paths=(*GradingConfig.hidden_paths, *(str(p.resolve()) for p in args.paths),
                       str(args.out.resolve())),
     )
 

@@ -30,6 +30,35 @@ RESOLVED_DEVICES = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
+class Setting:
+    """A :class:`GradingConfig` field a TA may set for a run: the ``option`` of
+    ``python -m autograder grade`` and the ``trait`` of nbgrader's ``SandboxedGrading``
+    (``c.SandboxedGrading.<trait>`` in ``nbgrader_config.py``). Its type and default are
+    the field's; ``help`` says what it governs."""
+
+    field: str
+    option: str
+    trait: str
+    help: str
+
+
+# What a run lets a TA change, and the only place it is spelled: the CLI's options and
+# nbgrader's traitlets are made from these, and tests/test_threat_model.py checks the
+# limits table of docs/threat-model.md against them.
+TIMEOUTS = (
+    Setting("timeout_notebook", "--timeout-notebook", "timeout", "one notebook's whole grading process"),
+    Setting("timeout_cell", "--timeout-cell", "timeout_cell", "running one solution cell"),
+    Setting("timeout_call", "--timeout-call", "timeout_call", "one call of a student function"),
+    Setting("timeout_hung_call", "--timeout-hung-call", "timeout_hung_call",
+            "each later call of an item that timed out once"),
+    Setting("timeout_worker_start", "--timeout-worker-start", "timeout_worker_start", "starting a sandboxed worker"),
+)
+ZYGOTE = Setting("zygote", "--no-zygote", "zygote",
+                 "fork sandboxed workers from a preloaded zygote where bubblewrap runs")
+SETTINGS = (*TIMEOUTS, ZYGOTE)
+
+
+@dataclass(frozen=True)
 class GradingConfig:
     """Everything a grading run decides once; see the module's docstring."""
 

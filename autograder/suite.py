@@ -67,8 +67,12 @@ class CellFailed(Exception):
     """The item's solution cell raised when it was executed."""
 
 
-def graded(cell: str, points: float):
-    """Mark a test as scoring ``points`` of the visible-test cell ``cell``."""
+def graded(cell: str, points: float = 1):
+    """Mark a test as scoring ``points`` of the visible-test cell ``cell``.
+
+    A cell's points are the sum of its tests' (its nbgrader metadata states them, and
+    ``tests/grading/test_suites.py`` checks that the reference earns them all); every
+    hidden test of the course scores the default point."""
     return pytest.mark.graded(cell=cell, points=points)
 
 

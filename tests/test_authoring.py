@@ -89,7 +89,7 @@ def count_masked(mask: torch.Tensor) -> int:
 HIDDEN_TESTS = f'''
 
 # =============================================================== count_masked ({NEW_POINTS})
-@graded("test_count_masked", points=1)
+@graded("test_count_masked")
 def test_count_masked_random_masks(student):
     for seed, shape in enumerate([(7,), (3, 5), (2, 3, 4)]):
         mask = torch.rand(shape, generator=_gen(seed)) < 0.4
@@ -97,7 +97,7 @@ def test_count_masked_random_masks(student):
                      what=f"count_masked of a random mask of shape {{shape}}")
 
 
-@graded("test_count_masked", points=1)
+@graded("test_count_masked")
 def test_count_masked_edge_cases(student):
     masks = {{"an empty mask": torch.zeros(0, dtype=torch.bool), "a mask with no True entry":
              torch.zeros(4, dtype=torch.bool), "a mask of True entries only": torch.ones(2, 3, dtype=torch.bool)}}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 from pathlib import Path
 
@@ -10,11 +11,11 @@ import pytest
 
 from autograder.course import load_course
 from autograder.notebook import is_setup, is_solution_code, solution_regions
-from autograder.paths import REPO
+from autograder.paths import PACKAGE, RELEASE, SOURCE
+from autograder.suite import graded
 
-SOURCE = REPO / "solutions" / "week6"
-RELEASE = REPO / "assignments" / "week6"
-HIDDEN = REPO / "autograder" / "hidden"
+HIDDEN = PACKAGE / "hidden"
+DEFAULT_POINTS = inspect.signature(graded).parameters["points"].default
 # The course model reads every source notebook: it refuses one missing from its order (or
 # the reverse), malformed metadata, a duplicated grade_id, and a solution cell without
 # its visible-test cell test_<grade_id>.
@@ -89,7 +90,8 @@ def test_hidden_points_add_up_to_cell_points(stem):
     for node in ast.walk(ast.parse(suite.read_text())):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "graded":
             cell = ast.literal_eval(node.args[0])
-            points = ast.literal_eval(node.keywords[0].value if node.keywords else node.args[1])
+            given = [kw.value for kw in node.keywords if kw.arg == "points"] + node.args[1:]
+            points = ast.literal_eval(given[0]) if given else DEFAULT_POINTS
             hidden[cell] = hidden.get(cell, 0.0) + float(points)
     assert {k: round(v, 6) for k, v in hidden.items()} == cells
 

@@ -55,7 +55,7 @@ def _expect_predictions(value, logits, ids, k: int, *, what: str, device: str, a
                  what=f"the probabilities of {what} (softmax over the whole vocabulary)")
 
 
-@graded("test_top_k_mask_predictions", points=1)
+@graded("test_top_k_mask_predictions")
 @on_devices
 def test_top_k_mask_predictions_matches_reference(student, device):
     # (length, vocab, n_masks, k): one blank, several, every position a blank, a
@@ -74,7 +74,7 @@ def test_top_k_mask_predictions_matches_reference(student, device):
                f"{what} modified its inputs; work on new tensors instead")
 
 
-@graded("test_top_k_mask_predictions", points=1)
+@graded("test_top_k_mask_predictions")
 @on_devices
 def test_top_k_mask_predictions_shapes_devices_and_defaults(student, device):
     length, vocab = 10, 60
@@ -98,7 +98,7 @@ def test_top_k_mask_predictions_shapes_devices_and_defaults(student, device):
                         what="top_k_mask_predictions on a sequence without [MASK] (shapes [0, k])")
 
 
-@graded("test_top_k_mask_predictions", points=1)
+@graded("test_top_k_mask_predictions")
 @on_devices
 def test_top_k_mask_predictions_precision_and_bad_k(student, device):
     length, vocab = 8, 200
@@ -125,7 +125,7 @@ def test_top_k_mask_predictions_precision_and_bad_k(student, device):
                f"(1 <= k <= V), got {reply['raised'] or 'no exception'}")
 
 
-# =============================================================== bits_per_example (2)
+# =============================================================== bits_per_example
 BITS_KEYS = ("mlm_targets", "clm_targets", "mlm_bits", "clm_bits", "clm_over_mlm")
 
 
@@ -146,7 +146,7 @@ def _expect_bits(student, seq_len: int, mask_rate: float, mlm: float, clm: float
             expect_number(actual[key], expected[key], rel=1e-9, abs_tol=1e-12, what=f"{what}[{key!r}]")
 
 
-@graded("test_bits_per_example", points=1)
+@graded("test_bits_per_example")
 def test_bits_per_example_values(student):
     for seq_len, mask_rate, mlm, clm in [(128, 0.15, 12.97, 12.97), (128, 0.15, 4.97, 6.01), (512, 0.4, 3.0, 7.5)]:
         _expect_bits(student, seq_len, mask_rate, mlm, clm)
@@ -154,7 +154,7 @@ def test_bits_per_example_values(student):
     _expect_bits(student, seq_len[0], percent[0] / 100, mlm / 100, clm / 100)  # a drawn case
 
 
-@graded("test_bits_per_example", points=1)
+@graded("test_bits_per_example")
 def test_bits_per_example_edge_cases(student):
     _expect_bits(student, 2, 1.0, 1.0, 1.0)  # the shortest sequence, everything masked
     _expect_bits(student, 10, 0.5, 0.0, 3.0)  # no bits from the MLM targets: the ratio is inf

@@ -50,8 +50,8 @@ def _expect_counts(student, labels, n: int, seed: int, what: str) -> None:
            detail=f"{what} takes {actual} examples per class, expected {expected} ({rule})")
 
 
-# =============================================================== subsample_balanced (2)
-@graded("test_subsample_balanced", points=1)
+# =============================================================== subsample_balanced
+@graded("test_subsample_balanced")
 def test_subsample_balanced_counts_format_and_range(student):
     labels = _labels({0: 60, 1: 40}, seed=0)
     for n in (10, 7, 1, 99):
@@ -75,7 +75,7 @@ def test_subsample_balanced_counts_format_and_range(student):
                + ("it returned normally" if reply["raised"] is None else f"it raised {reply['raised']}"))
 
 
-@graded("test_subsample_balanced", points=1)
+@graded("test_subsample_balanced")
 def test_subsample_balanced_is_seeded_and_uniform(student):
     labels = _labels({0: 50, 1: 50}, seed=7)
     seeds = list(range(200)) + [0, 1, 2]

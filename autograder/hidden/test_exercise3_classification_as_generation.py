@@ -38,7 +38,7 @@ def _gen(seed: int) -> torch.Generator:
     return generator(seed)
 
 
-# =============================================================== build_prompt (2)
+# =============================================================== build_prompt
 def _expect_same_text(actual, expected: str, what: str) -> None:
     expect(type(actual) is str, f"{what} must return a str, got {type(actual).__name__}")
     if actual == expected:
@@ -52,7 +52,7 @@ def _expect_same_text(actual, expected: str, what: str) -> None:
                   f"(lengths {len(expected)} and {len(actual)})")
 
 
-@graded("test_build_prompt", points=1)
+@graded("test_build_prompt")
 def test_build_prompt_zero_shot(student):
     for review in ("A gripping, beautifully shot film.", "''Conan'' meets ''Rocky''... and loses", "bad"):
         _expect_same_text(student.call(review), exercises.build_prompt(review),
@@ -66,7 +66,7 @@ def test_build_prompt_zero_shot(student):
                       "build_prompt('It drags.', instruction='') (no instruction line and no blank line)")
 
 
-@graded("test_build_prompt", points=1)
+@graded("test_build_prompt")
 def test_build_prompt_few_shot(student):
     examples = [("A joy from start to finish.", 1), ("Two hours I will never get back.", 0),
                 ("Smart, funny and warm.", 1), ("The plot makes no sense.", 0)]
@@ -86,7 +86,7 @@ def test_build_prompt_few_shot(student):
                       "build_prompt('Meh.', 2 examples, instruction='')")
 
 
-# =============================================================== label_log_probs (2)
+# =============================================================== label_log_probs
 def _expect_log_probs(student, logits: torch.Tensor, ids, what: str, *, atol: float) -> None:
     expected = exercises.label_log_probs(logits, ids)
     actual = student.call(logits, ids)
@@ -99,7 +99,7 @@ def _expect_log_probs(student, logits: torch.Tensor, ids, what: str, *, atol: fl
                  what=f"{what} (log_softmax over the whole vocabulary, taken at the label ids)")
 
 
-@graded("test_label_log_probs", points=1)
+@graded("test_label_log_probs")
 @on_devices
 def test_label_log_probs_values(student, device):
     g = _gen(0)
@@ -113,7 +113,7 @@ def test_label_log_probs_values(student, device):
     _expect_log_probs(student, large, [0, 5, 39], "label_log_probs(logits of size ~1000, [0, 5, 39])", atol=1e-3)
 
 
-@graded("test_label_log_probs", points=1)
+@graded("test_label_log_probs")
 @on_devices
 def test_label_log_probs_low_precision_logits(student, device):
     g = _gen(1)
@@ -125,7 +125,7 @@ def test_label_log_probs_low_precision_logits(student, device):
     _expect_log_probs(student, wide, [2731, 3524], "label_log_probs(logits [2, 49152], [2731, 3524])", atol=1e-4)
 
 
-# =============================================================== classify_by_generation (3)
+# =============================================================== classify_by_generation
 def _reviews(seed: int, count: int, *, min_words: int = 1, max_words: int = 14) -> list[str]:
     rng = random.Random(seed_for(seed))
     return [" ".join(rng.choice(models.REVIEW_WORDS) for _ in range(rng.randint(min_words, max_words)))
@@ -183,7 +183,7 @@ def _expect_classification(student, seed: int, device: str, reviews, examples=()
            detail=f"{what}: {len(wrong)} of {int(clear.sum())} predictions are wrong ({shown}). {hint}")
 
 
-@graded("test_classify_by_generation", points=1)
+@graded("test_classify_by_generation")
 @on_devices
 def test_classify_by_generation_zero_shot(student, device):
     reviews = _reviews(0, 12)  # two batches of the default size 8: 8 + 4, lengths 1 to 14 words
@@ -192,7 +192,7 @@ def test_classify_by_generation_zero_shot(student, device):
                            what="classify_by_generation on another model, 9 reviews")
 
 
-@graded("test_classify_by_generation", points=1)
+@graded("test_classify_by_generation")
 @on_devices
 def test_classify_by_generation_few_shot_and_batch_sizes(student, device):
     examples = [("a boring mess", 0), ("I loved it !", 1), ("superb acting", 1), ("dull and too long", 0)]
@@ -202,7 +202,7 @@ def test_classify_by_generation_few_shot_and_batch_sizes(student, device):
                                what=f"classify_by_generation with {k} examples, batch_size={batch_size}")
 
 
-@graded("test_classify_by_generation", points=1)
+@graded("test_classify_by_generation")
 def test_classify_by_generation_padding_and_edge_cases(student):
     # one very short review among long ones, all in one batch: the padding must not change any prediction
     reviews = ["gem"] + _reviews(3, 7, min_words=10, max_words=16) + ["awful"]
@@ -218,7 +218,7 @@ def test_classify_by_generation_padding_and_edge_cases(student):
     expect_equal(empty, torch.zeros(0, dtype=torch.long), what="classify_by_generation(model, tokenizer, [])")
 
 
-# =============================================================== label_word_targets (3)
+# =============================================================== label_word_targets
 TARGET_NAMES = ("input_ids", "attention_mask", "labels")
 
 
@@ -268,7 +268,7 @@ def _raised(student, *args, **kwargs) -> str | None:
     return None
 
 
-@graded("test_label_word_targets", points=1)
+@graded("test_label_word_targets")
 def test_label_word_targets_left_padding(student):
     # the pad id 0 also occurs inside the first prompt: the padding is told by position
     _expect_targets(student, [[0, 5, 6], [9], [4, 0]], [[1], [2, 3], [1]], 0,
@@ -281,7 +281,7 @@ def test_label_word_targets_left_padding(student):
                     what=f"label_word_targets on {len(prompts)} drawn rows, padding_side='left'")
 
 
-@graded("test_label_word_targets", points=1)
+@graded("test_label_word_targets")
 def test_label_word_targets_right_padding(student):
     _expect_targets(student, [[0, 5, 6], [9], [4, 0]], [[1], [2, 3], [1]], 0, padding_side="right",
                     what="label_word_targets([[0, 5, 6], [9], [4, 0]], [[1], [2, 3], [1]], pad_token_id=0, "
@@ -295,7 +295,7 @@ def test_label_word_targets_right_padding(student):
                          "(one row: no padding)")
 
 
-@graded("test_label_word_targets", points=1)
+@graded("test_label_word_targets")
 def test_label_word_targets_errors(student):
     prompts, words, pad = _drawn_batch(50)
     cases = {

@@ -69,8 +69,8 @@ def _expect_same_model(actual, expected, what: str) -> None:
                  what=f"{what}: the new model's logits")
 
 
-# =============================================================== truncate_encoder (3)
-@graded("test_truncate_encoder", points=1)
+# =============================================================== truncate_encoder
+@graded("test_truncate_encoder")
 @on_devices
 def test_truncate_encoder_keeps_the_bottom_layers(student, device):
     for num_layers, seed in ((2, 0), (3, 1)):
@@ -78,7 +78,7 @@ def test_truncate_encoder_keeps_the_bottom_layers(student, device):
         _expect_same_model(actual, expected, f"truncate_encoder(4-layer model, {num_layers})")
 
 
-@graded("test_truncate_encoder", points=1)
+@graded("test_truncate_encoder")
 def test_truncate_encoder_leaves_the_original_alone(student):
     actual, _ = _truncate(student, "cpu", 2, seed=2, reference=False)
     expect(not actual["returned_original"], "truncate_encoder must return a new model, not the one it was given")
@@ -91,7 +91,7 @@ def test_truncate_encoder_leaves_the_original_alone(student):
                                         "num_hidden_layers there changes the original too: copy the model")
 
 
-@graded("test_truncate_encoder", points=1)
+@graded("test_truncate_encoder")
 def test_truncate_encoder_extremes_and_range(student):
     actual, expected = _truncate(student, "cpu", 4, seed=3)
     _expect_same_model(actual, expected, "truncate_encoder(4-layer model, 4) (a full copy)")
@@ -105,8 +105,8 @@ def test_truncate_encoder_extremes_and_range(student):
                + ("it returned normally" if reply["raised"] is None else f"it raised {reply['raised']}"))
 
 
-# =============================================================== training_flops (1)
-@graded("test_training_flops", points=1)
+# =============================================================== training_flops
+@graded("test_training_flops")
 def test_training_flops(student):
     drawn = tuple(drawn_ints(70, 1, 10 ** 12, count=2))
     for n_params, n_tokens in ((1e8, 2e9), (10_765_056, 6400 * 27), (340_000_000, 3_300_000_000), (7, 3), (0, 10), drawn):
@@ -117,7 +117,7 @@ def test_training_flops(student):
                       what=f"training_flops({n_params}, {n_tokens}) (6 N D)")
 
 
-# =============================================================== count_encoder_parameters (2)
+# =============================================================== count_encoder_parameters
 @functools.lru_cache(maxsize=None)
 def _reference_counts(reference: tuple) -> dict:
     """``count_encoder_parameters`` of the reference on the fixture ``dict(reference)``, once per grading process."""
@@ -134,7 +134,7 @@ def _expect_counts(student, reference: dict, what: str) -> None:
         expect_equal(actual[key], expected[key], what=f"{what}[{key!r}]")
 
 
-@graded("test_count_encoder_parameters", points=1)
+@graded("test_count_encoder_parameters")
 def test_count_encoder_parameters_classifier_and_bare_model(student):
     _expect_counts(student, fixture("bert_classifier", seed=0, layers=2),
                    "count_encoder_parameters(2-layer BertForSequenceClassification)")
@@ -149,7 +149,7 @@ def test_count_encoder_parameters_classifier_and_bare_model(student):
                    "count_encoder_parameters(BertModel without a pooler: head = 0)")
 
 
-@graded("test_count_encoder_parameters", points=1)
+@graded("test_count_encoder_parameters")
 def test_count_encoder_parameters_tied_weights(student):
     for seed, layers in ((0, 2), (1, 3)):
         _expect_counts(student, fixture("bert_mlm", seed=seed, layers=layers),

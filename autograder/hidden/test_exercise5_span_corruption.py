@@ -77,8 +77,8 @@ def _expect_layout(mask: torch.Tensor, num_noise: int, num_spans: int, what: str
            f"{what} must start with kept tokens and end with noise, got {mask.int().tolist()}")
 
 
-# =============================================================== random_spans_noise_mask (4)
-@graded("test_random_spans_noise_mask", points=1)
+# =============================================================== random_spans_noise_mask
+@graded("test_random_spans_noise_mask")
 @on_devices
 def test_random_spans_noise_mask_counts_and_layout(student, device):
     settings = [(10, 0.15, 3.0), (30, 0.15, 3.0), (100, 0.15, 3.0), (512, 0.15, 3.0), (57, 0.3, 2.0), (20, 0.5, 2.5)]
@@ -90,7 +90,7 @@ def test_random_spans_noise_mask_counts_and_layout(student, device):
                            f"random_spans_noise_mask({length}, noise_density={density}, mean_span_length={span})")
 
 
-@graded("test_random_spans_noise_mask", points=1)
+@graded("test_random_spans_noise_mask")
 @on_devices
 def test_random_spans_noise_mask_edge_cases(student, device):
     # length, density, span -> the only possible mask, or (num_noise, num_spans) where several are possible
@@ -117,7 +117,7 @@ def test_random_spans_noise_mask_edge_cases(student, device):
            + ("it returned normally" if reply["raised"] is None else f"it raised {reply['raised']}"))
 
 
-@graded("test_random_spans_noise_mask", points=1)
+@graded("test_random_spans_noise_mask")
 @on_devices
 def test_random_spans_noise_mask_randomness_comes_from_generator(student, device):
     first = _noise_masks(student, 100, device, seed=1, repeat=2)
@@ -141,7 +141,7 @@ def test_random_spans_noise_mask_randomness_comes_from_generator(student, device
                                             "difference: None means the global generator, not one of your own")
 
 
-@graded("test_random_spans_noise_mask", points=1)
+@graded("test_random_spans_noise_mask")
 @on_devices
 def test_random_spans_noise_mask_splits_are_uniform(student, device):
     # length 20, density 0.5, mean span 2.5: 10 noise and 10 kept tokens, each split into 4 runs.
@@ -174,7 +174,7 @@ def test_random_spans_noise_mask_splits_are_uniform(student, device):
                "by choosing the span boundaries uniformly at random (a random permutation of the gaps)")
 
 
-# =============================================================== span_corrupt (4)
+# =============================================================== span_corrupt
 def _corrupt(student, token_ids, noise_mask, **kwargs):
     value = student.call(token_ids, noise_mask, **kwargs)
     expect(type(value) in (tuple, list) and len(value) == 2,
@@ -190,7 +190,7 @@ def _expect_corruption(student, token_ids, noise_mask, what: str, **kwargs) -> N
     expect_equal(targets, expected_targets, what=f"the targets of {what} (mask {mask})")
 
 
-@graded("test_span_corrupt", points=1)
+@graded("test_span_corrupt")
 def test_span_corrupt_worked_example(student):
     token_ids = torch.arange(10)  # Thank you for inviting me to your party last week
     noise_mask = torch.tensor([0, 0, 1, 1, 0, 0, 0, 0, 1, 0], dtype=torch.bool)
@@ -202,7 +202,7 @@ def test_span_corrupt_worked_example(student):
                  what="the targets of the worked example (<X> for inviting <Y> last <Z>)")
 
 
-@graded("test_span_corrupt", points=1)
+@graded("test_span_corrupt")
 @on_devices
 def test_span_corrupt_random_masks(student, device):
     for seed, length in enumerate([10, 37, 128]):
@@ -213,7 +213,7 @@ def test_span_corrupt_random_masks(student, device):
                                sentinel_ids=SENTINELS, eos_id=eos)
 
 
-@graded("test_span_corrupt", points=1)
+@graded("test_span_corrupt")
 def test_span_corrupt_masks_at_the_edges(student):
     masks = {
         "a mask that starts with noise": [1, 1, 0, 0, 1, 0, 0],
@@ -230,7 +230,7 @@ def test_span_corrupt_masks_at_the_edges(student):
                            sentinel_ids=SENTINELS[:8], eos_id=1)
 
 
-@graded("test_span_corrupt", points=1)
+@graded("test_span_corrupt")
 @on_devices
 def test_span_corrupt_sentinel_formats_and_too_few_sentinels(student, device):
     token_ids = torch.randint(0, 500, (12,), generator=_gen(30)).to(device)
@@ -246,7 +246,7 @@ def test_span_corrupt_sentinel_formats_and_too_few_sentinels(student, device):
            "raise ValueError, " + ("it returned normally" if reply["raised"] is None else f"it raised {reply['raised']}"))
 
 
-# =============================================================== span_corruption_loss (4)
+# =============================================================== span_corruption_loss
 def _span_logits(batch: int, length: int, vocab: int, *, seed: int, device: str, scale: float = 2.0) -> torch.Tensor:
     return (torch.randn(batch, length, vocab, generator=_gen(seed)) * scale).to(device)
 
@@ -274,7 +274,7 @@ def _expect_span_losses(actual, logits: torch.Tensor, targets: torch.Tensor, *, 
     expect_close(actual, expected, atol=atol, rtol=rtol, what=f"{what} (your per-row losses {_rounded(actual)})")
 
 
-@graded("test_span_corruption_loss", points=1)
+@graded("test_span_corruption_loss")
 @on_devices
 def test_span_corruption_loss_matches_reference(student, device):
     # (scored targets per row, padded width, vocabulary size)
@@ -288,7 +288,7 @@ def test_span_corruption_loss_matches_reference(student, device):
                                  "per row (each row: the sum of -log p(target) over its scored positions)")
 
 
-@graded("test_span_corruption_loss", points=1)
+@graded("test_span_corruption_loss")
 @on_devices
 def test_span_corruption_loss_padding_and_empty_rows(student, device):
     lengths, width, vocab = [6, 0, 3, 1, 0], 6, 9
@@ -313,7 +313,7 @@ def test_span_corruption_loss_padding_and_empty_rows(student, device):
                         what="span_corruption_loss of a batch with no scored target at all (0.0 per row, not NaN)")
 
 
-@graded("test_span_corruption_loss", points=1)
+@graded("test_span_corruption_loss")
 @on_devices
 def test_span_corruption_loss_scores_each_position_against_its_own_target(student, device):
     # Logits that are confident and right when position t is scored against targets[:, t], and
@@ -331,7 +331,7 @@ def test_span_corruption_loss_scores_each_position_against_its_own_target(studen
                              "targets per row (logits[b, t] is scored against targets[b, t])")
 
 
-@graded("test_span_corruption_loss", points=1)
+@graded("test_span_corruption_loss")
 @on_devices
 def test_span_corruption_loss_large_logits_and_other_dtypes(student, device):
     lengths, width, vocab = [8, 5, 2], 8, 17

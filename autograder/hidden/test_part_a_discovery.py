@@ -28,8 +28,8 @@ def _expect_logprob(actual, expected: torch.Tensor, what: str, *, atol: float = 
     expect_close(actual, expected, atol=atol, rtol=rtol, what=what)
 
 
-# =============================================================== sequence_logprob (3)
-@graded("test_sequence_logprob", points=1)
+# =============================================================== sequence_logprob
+@graded("test_sequence_logprob")
 @on_devices
 def test_sequence_logprob_matches_reference(student, device):
     for seed, (length, vocab) in enumerate([(9, 13), (2, 5), (30, 96)]):
@@ -40,7 +40,7 @@ def test_sequence_logprob_matches_reference(student, device):
                         f"sequence_logprob on logits {list(logits.shape)}")
 
 
-@graded("test_sequence_logprob", points=1)
+@graded("test_sequence_logprob")
 def test_sequence_logprob_scores_each_token_from_the_previous_position(student):
     # row t is sure of token_ids[t + 1]: every scored token costs ~0, while reading row t for
     # token t (no shift) would cost ~40 per token
@@ -59,7 +59,7 @@ def test_sequence_logprob_scores_each_token_from_the_previous_position(student):
                     what="sequence_logprob of a tiny Llama's logits (-(T - 1) times the model's own loss)")
 
 
-@graded("test_sequence_logprob", points=1)
+@graded("test_sequence_logprob")
 @on_devices
 def test_sequence_logprob_edge_cases(student, device):
     logits = _randn(1, 7, seed=10, device=device)
@@ -79,7 +79,7 @@ def test_sequence_logprob_edge_cases(student, device):
                         f"sequence_logprob of {dtype} logits (compute in float32: logits.float())", atol=1e-4)
 
 
-# =============================================================== top_k_next_tokens (2)
+# =============================================================== top_k_next_tokens
 def _top_k(student, logits: torch.Tensor, k: int):
     return expect_pair(student.call(logits, k), what="top_k_next_tokens", names="probs, ids")
 
@@ -92,7 +92,7 @@ def _expect_top_k(student, logits: torch.Tensor, k: int, what: str, *, atol: flo
     expect_close(probs, expected_probs, atol=atol, rtol=1e-5, what=f"the probabilities of {what}")
 
 
-@graded("test_top_k_next_tokens", points=1)
+@graded("test_top_k_next_tokens")
 @on_devices
 def test_top_k_next_tokens_matches_topk_of_softmax(student, device):
     for seed, (vocab, k) in enumerate([(17, 3), (17, 1), (17, 17), (1000, 5), (2, 2)]):
@@ -102,7 +102,7 @@ def test_top_k_next_tokens_matches_topk_of_softmax(student, device):
         _expect_top_k(student, logits, k, f"top_k_next_tokens(logits [{vocab}], k={k}) (most likely first)")
 
 
-@graded("test_top_k_next_tokens", points=1)
+@graded("test_top_k_next_tokens")
 @on_devices
 def test_top_k_next_tokens_half_precision_and_large_logits(student, device):
     # the 6 largest stay distinct in float16 and bfloat16 (whose spacing near 2 is 0.016): no ties
@@ -116,7 +116,7 @@ def test_top_k_next_tokens_half_precision_and_large_logits(student, device):
     _expect_top_k(student, base * 10 + 1000, 4, "top_k_next_tokens of 10 * logits + 1000 (a stable softmax)")
 
 
-# =============================================================== pretraining_costs (3)
+# =============================================================== pretraining_costs
 def _expect_costs(student, args: tuple, what: str) -> None:
     expected = arithmetic.pretraining_costs(*args)
     actual = student.call(*args)
@@ -126,19 +126,19 @@ def _expect_costs(student, args: tuple, what: str) -> None:
         expect_number(actual[key], value, rel=1e-9, abs_tol=1e-9, what=f"{what}[{key!r}]")
 
 
-@graded("test_pretraining_costs", points=1)
+@graded("test_pretraining_costs")
 def test_pretraining_costs_sharing_saves(student):
     _expect_costs(student, (100, 1_000_000.0, 5_000_000.0, 10_000.0), "pretraining_costs(100, 1e6, 5e6, 1e4)")
 
 
-@graded("test_pretraining_costs", points=1)
+@graded("test_pretraining_costs")
 def test_pretraining_costs_when_sharing_costs_more(student):
     # one company alone: pre-training a shared model and adapting it costs more than one model from scratch
     _expect_costs(student, (1, 1_000_000.0, 5_000_000.0, 10_000.0), "pretraining_costs(1, 1e6, 5e6, 1e4)")
     _expect_costs(student, (3, 2.0, 10.0, 1.0), "pretraining_costs(3, 2, 10, 1)")
 
 
-@graded("test_pretraining_costs", points=1)
+@graded("test_pretraining_costs")
 def test_pretraining_costs_other_settings(student):
     n, scratch, pretrain, adapt = drawn_ints(60, 1, 100_000, count=4)  # a drawn case: n from 1 to 99,999
     drawn = (n, scratch / 8, pretrain * 16.0, adapt / 64)
@@ -174,25 +174,25 @@ def _expect_answers(student, name: str, group: str, what: str, hint: str) -> Non
                 detail=f"{right}; marked otherwise: {', '.join(repr(item) for item in wrong)} ({hint})")
 
 
-@graded("test_spanish_reuse", points=1)
+@graded("test_spanish_reuse")
 def test_spanish_reuse_what_transfers(student):
     _expect_answers(student, "SPANISH_REUSE", "reuse", "items an English speaker can reuse",
                     "ask whether English already gave you this")
 
 
-@graded("test_spanish_reuse", points=1)
+@graded("test_spanish_reuse")
 def test_spanish_reuse_what_is_new(student):
     _expect_answers(student, "SPANISH_REUSE", "learn", "items that must be learned fresh",
                     "ask whether English has it at all")
 
 
-@graded("test_task_categories", points=1)
+@graded("test_task_categories")
 def test_task_categories_general_skills(student):
     _expect_answers(student, "TASK_CATEGORIES", "general", "general skills",
                     "ask whether every text needs it")
 
 
-@graded("test_task_categories", points=1)
+@graded("test_task_categories")
 def test_task_categories_specific_skills(student):
     _expect_answers(student, "TASK_CATEGORIES", "specific", "domain-specific skills",
                     "ask whether it serves one domain only")

@@ -88,7 +88,7 @@ def _raised(reply) -> str | None:
     return reply.get("raised") if type(reply) is dict else None
 
 
-# =============================================================== linear_warmup_decay (3)
+# =============================================================== linear_warmup_decay
 def _schedule(student, steps, warmup: int, total: int) -> None:
     for step in steps:
         expected = finetuning.linear_warmup_decay(step, warmup_steps=warmup, total_steps=total)
@@ -96,13 +96,13 @@ def _schedule(student, steps, warmup: int, total: int) -> None:
                       what=f"linear_warmup_decay({step}, warmup_steps={warmup}, total_steps={total})")
 
 
-@graded("test_linear_warmup_decay", points=1)
+@graded("test_linear_warmup_decay")
 def test_linear_warmup_decay_warm_up(student):
     _schedule(student, range(0, 4), warmup=4, total=20)
     _schedule(student, [0, 1, 49, 99], warmup=100, total=1000)
 
 
-@graded("test_linear_warmup_decay", points=1)
+@graded("test_linear_warmup_decay")
 def test_linear_warmup_decay_decay_and_after_the_end(student):
     _schedule(student, [4, 5, 12, 19, 20, 21, 50], warmup=4, total=20)
     _schedule(student, [100, 550, 999, 1000, 1001], warmup=100, total=1000)
@@ -110,7 +110,7 @@ def test_linear_warmup_decay_decay_and_after_the_end(student):
     _schedule(student, drawn_ints(67, 0, warmup + decay + 20, count=6), warmup=warmup, total=warmup + decay)
 
 
-@graded("test_linear_warmup_decay", points=1)
+@graded("test_linear_warmup_decay")
 def test_linear_warmup_decay_edge_cases(student):
     _schedule(student, [0, 1, 5, 10, 11], warmup=0, total=10)  # no warm-up: starts at 1
     _schedule(student, [0, 1, 2, 3, 4], warmup=3, total=3)  # warm-up to the last step: 1 there, then 0
@@ -119,7 +119,7 @@ def test_linear_warmup_decay_edge_cases(student):
     expect(type(value) is float, f"linear_warmup_decay must return a Python float, got {type(value).__name__}")
 
 
-# =============================================================== freeze_layers (3)
+# =============================================================== freeze_layers
 def _freeze(student, calls, *, seed: int = 0, layers: int = 4):
     reference = _classifier("cpu", seed=seed, layers=layers)
     actual = student.probe("freeze_layers_run", model=reference, calls=calls)
@@ -155,7 +155,7 @@ def _expect_same_pattern(actual, expected, what: str) -> None:
     expect(actual["weights_unchanged"], f"{what} changed parameter values; it may only set requires_grad")
 
 
-@graded("test_freeze_layers", points=1)
+@graded("test_freeze_layers")
 def test_freeze_layers_requires_grad_pattern(student):
     for num_layers in (0, 1, 3, 4):
         calls = [{"num_layers": num_layers}]
@@ -164,7 +164,7 @@ def test_freeze_layers_requires_grad_pattern(student):
                                                "(embeddings and layers 0..num_layers-1 frozen, the rest trainable)")
 
 
-@graded("test_freeze_layers", points=1)
+@graded("test_freeze_layers")
 def test_freeze_layers_returns_trainable_count(student):
     for call in ({"num_layers": 2, "freeze_embeddings": False}, {"num_layers": 4}, {"num_layers": 0}):
         actual, expected = _freeze(student, [call])
@@ -175,7 +175,7 @@ def test_freeze_layers_returns_trainable_count(student):
                      what=f"the value returned by {what} (the number of trainable parameter elements)")
 
 
-@graded("test_freeze_layers", points=1)
+@graded("test_freeze_layers")
 def test_freeze_layers_repeated_calls_bare_model_and_range(student):
     calls = [{"num_layers": 4}, {"num_layers": 1, "freeze_embeddings": False}]
     actual, expected = _freeze(student, calls)
@@ -194,7 +194,7 @@ def test_freeze_layers_repeated_calls_bare_model_and_range(student):
                + ("it returned normally" if reply["raised"] is None else f"it raised {reply['raised']}"))
 
 
-# =============================================================== train_epoch (4)
+# =============================================================== train_epoch
 # The training and evaluation loops run on a one-layer classifier: their contract (the order of the
 # steps, the modes, the means, the devices) does not depend on the depth, and a step runs about a
 # third fewer operations (forward, backward and update) than with two layers.
@@ -224,7 +224,7 @@ def _expect_same_training(actual, expected, what: str) -> None:
                        "weighing the same)")
 
 
-@graded("test_train_epoch", points=1)
+@graded("test_train_epoch")
 @on_devices
 def test_train_epoch_matches_reference_sgd(student, device):
     batches = _batches(0, [8, 5, 8, 3])
@@ -258,7 +258,7 @@ def _batches_clipped_at(limit: float, seed: int, sizes: list[int], device: str, 
     raise RuntimeError(f"no batches with a gradient norm above {1.3 * limit} in 40 draws")
 
 
-@graded("test_train_epoch", points=1)
+@graded("test_train_epoch")
 @on_devices
 def test_train_epoch_clips_the_gradient_norm(student, device):
     for kwargs, limit in [(dict(max_grad_norm=0.3), 0.3), ({}, 1.0)]:
@@ -274,7 +274,7 @@ def test_train_epoch_clips_the_gradient_norm(student, device):
         _expect_same_training(actual, expected, what)
 
 
-@graded("test_train_epoch", points=1)
+@graded("test_train_epoch")
 @on_devices
 def test_train_epoch_steps_the_scheduler_once_per_batch(student, device):
     batches = _batches(3, [4, 4, 4, 4, 4])
@@ -288,7 +288,7 @@ def test_train_epoch_steps_the_scheduler_once_per_batch(student, device):
     _expect_same_training(actual, expected, "train_epoch with a warm-up/decay scheduler")
 
 
-@graded("test_train_epoch", points=1)
+@graded("test_train_epoch")
 @on_devices
 def test_train_epoch_train_mode_mean_loss_and_empty_loader(student, device):
     batches = _batches(4, [9, 2, 5])  # unequal sizes: the mean is over batches, not examples
@@ -307,7 +307,7 @@ def test_train_epoch_train_mode_mean_loss_and_empty_loader(student, device):
            + (f"it raised {_raised(reply)}" if _raised(reply) else "it returned normally"))
 
 
-# =============================================================== evaluate (2)
+# =============================================================== evaluate
 def _labelled_for_accuracy(model, batches, correct_per_batch: list[int]):
     """Relabel ``batches`` so that exactly the first k examples of each batch are predicted right
     by ``model`` (in the mode it is in)."""
@@ -322,7 +322,7 @@ def _labelled_for_accuracy(model, batches, correct_per_batch: list[int]):
     return out
 
 
-@graded("test_evaluate", points=1)
+@graded("test_evaluate")
 @on_devices
 def test_evaluate_counts_every_example(student, device):
     reference = _classifier(device, seed=3, layers=LOOP_LAYERS)
@@ -344,7 +344,7 @@ def test_evaluate_counts_every_example(student, device):
            "(take the labels out of the batch before model(**inputs))")
 
 
-@graded("test_evaluate", points=1)
+@graded("test_evaluate")
 @on_devices
 def test_evaluate_uses_eval_mode(student, device):
     reference = _classifier(device, seed=4, dropout=0.3, layers=LOOP_LAYERS)
@@ -361,7 +361,7 @@ def test_evaluate_uses_eval_mode(student, device):
            + (f"it raised {_raised(reply)}" if _raised(reply) else "it returned normally"))
 
 
-# =============================================================== LoRALinear (5)
+# =============================================================== LoRALinear
 def _lora(student, device: str, *, reference: bool = True, **params):
     """The student's record and (when ``reference``) the reference's, of ``drive_lora_layer``."""
     actual = student.probe("lora_layer", class_name="LoRALinear", device=device, **params)
@@ -373,7 +373,7 @@ def _lora_x(*shape: int, seed: int, device: str) -> torch.Tensor:
     return torch.randn(*shape, generator=_gen(seed)).to(device)
 
 
-@graded("test_lora_linear", points=1)
+@graded("test_lora_linear")
 @on_devices
 def test_lora_linear_starts_as_the_base_layer(student, device):
     for seed, (d_in, d_out, r, alpha, x_shape) in enumerate([(12, 7, 4, 8, (3, 12)), (5, 9, 1, 1, (2, 4, 5))]):
@@ -387,7 +387,7 @@ def test_lora_linear_starts_as_the_base_layer(student, device):
         expect(actual["base_unchanged"], "LoRALinear changed the weights of the base layer; keep them as they are")
 
 
-@graded("test_lora_linear", points=1)
+@graded("test_lora_linear")
 @on_devices
 def test_lora_linear_parameters_and_freezing(student, device):
     d_in, d_out, r = 10, 6, 3
@@ -415,7 +415,7 @@ def test_lora_linear_parameters_and_freezing(student, device):
            + ("it was built" if raised is None else f"it raised {raised}"))
 
 
-@graded("test_lora_linear", points=1)
+@graded("test_lora_linear")
 @on_devices
 def test_lora_linear_initialises_A_kaiming_uniform(student, device):
     d_in, d_out, r = 256, 8, 16
@@ -438,7 +438,7 @@ def test_lora_linear_initialises_A_kaiming_uniform(student, device):
            f"on ±{bound:.4f} (nn.init.kaiming_uniform_(A, a=math.sqrt(5)); A must be random, not zero)")
 
 
-@graded("test_lora_linear", points=1)
+@graded("test_lora_linear")
 @on_devices
 def test_lora_linear_forward_with_trained_weights(student, device):
     for seed, (d_in, d_out, r, alpha, x_shape) in enumerate([(12, 7, 4, 8, (3, 12)), (6, 6, 2, 2, (2, 3, 6)),
@@ -456,7 +456,7 @@ def test_lora_linear_forward_with_trained_weights(student, device):
                           "(base(x) + (x A^T B^T) * alpha / r)")
 
 
-@graded("test_lora_linear", points=1)
+@graded("test_lora_linear")
 @on_devices
 def test_lora_linear_gradients_reach_only_A_and_B(student, device):
     d_in, d_out, r, alpha = 8, 5, 2, 6
@@ -476,15 +476,15 @@ def test_lora_linear_gradients_reach_only_A_and_B(student, device):
     expect(not leaked, f"the frozen base received gradients ({leaked}); set requires_grad=False on its parameters")
 
 
-# =============================================================== lora_parameter_count (1)
-@graded("test_lora_parameter_count", points=1)
+# =============================================================== lora_parameter_count
+@graded("test_lora_parameter_count")
 def test_lora_parameter_count(student):
     for d_in, d_out, r in [(768, 768, 16), (768, 3072, 8), (5, 3, 1), (4096, 1024, 64), drawn_ints(68, 1, 5000, 3)]:
         expect_equal(student.call(d_in, d_out, r), lora.lora_parameter_count(d_in, d_out, r),
                      what=f"lora_parameter_count({d_in}, {d_out}, {r})")
 
 
-# =============================================================== apply_lora (2)
+# =============================================================== apply_lora
 def _lora_inputs(seed: int) -> dict[str, torch.Tensor]:
     """The inputs on which ``drive_apply_lora`` runs the classifier of ``seed``."""
     g = _gen(seed)
@@ -530,14 +530,14 @@ def _expect_same_adaptation(actual, expected, what: str) -> None:
                       "used in the forward pass, scaled by alpha / r)")
 
 
-@graded("test_apply_lora", points=1)
+@graded("test_apply_lora")
 @on_devices
 def test_apply_lora_adapts_query_and_value(student, device):
     actual, expected = _apply_lora(student, device, {}, seed=0)
     _expect_same_adaptation(actual, expected, "apply_lora(model) with its defaults (query and value, r=8, alpha=16)")
 
 
-@graded("test_apply_lora", points=1)
+@graded("test_apply_lora")
 @on_devices
 def test_apply_lora_other_targets_and_no_match(student, device):
     kwargs = dict(target_names=["key", "dense"], r=2, alpha=4.0, trainable_names=["classifier"])
@@ -550,7 +550,7 @@ def test_apply_lora_other_targets_and_no_match(student, device):
            + (f"it raised {_raised(reply)}" if _raised(reply) else "it returned normally"))
 
 
-# =============================================================== BottleneckAdapter (3)
+# =============================================================== BottleneckAdapter
 def _adapter(student, device: str, *, hidden_size: int, bottleneck: int, x: torch.Tensor, reference: bool = True,
              **params):
     """The student's record and (when ``reference``) the reference's, of ``drive_bottleneck_adapter``."""
@@ -570,7 +570,7 @@ def _adapter_cases(number: int) -> list[tuple[int, int, tuple[int, ...], torch.d
             (hidden + 1, 1 + bottleneck % 8, drawn_shape, torch.float32)]
 
 
-@graded("test_bottleneck_adapter", points=1)
+@graded("test_bottleneck_adapter")
 def test_bottleneck_adapter_parameters_and_initialisation(student):
     d, m = 256, 32
     actual, _ = _adapter(student, "cpu", hidden_size=d, bottleneck=m, x=torch.randn(2, d, generator=_gen(70)),
@@ -607,7 +607,7 @@ def test_bottleneck_adapter_parameters_and_initialisation(student):
            + ("it was built" if reply["raised"] is None else f"it raised {reply['raised']}"))
 
 
-@graded("test_bottleneck_adapter", points=1)
+@graded("test_bottleneck_adapter")
 @on_devices
 def test_bottleneck_adapter_starts_as_the_identity(student, device):
     for index, (d, m, shape, dtype) in enumerate(_adapter_cases(71)):
@@ -622,7 +622,7 @@ def test_bottleneck_adapter_starts_as_the_identity(student, device):
         expect(all(p is not None and not p.any() for p in up), "up.weight and up.bias must start at zero")
 
 
-@graded("test_bottleneck_adapter", points=1)
+@graded("test_bottleneck_adapter")
 @on_devices
 def test_bottleneck_adapter_forward_with_trained_weights(student, device):
     for index, (d, m, shape, dtype) in enumerate(_adapter_cases(75)):
@@ -651,7 +651,7 @@ def test_bottleneck_adapter_forward_with_trained_weights(student, device):
                          what=f"the gradient of {part} ({what})")
 
 
-# =============================================================== peft_parameter_counts (3)
+# =============================================================== peft_parameter_counts
 PEFT_KEYS = ("full", "lora", "adapters", "prompt_tuning", "bitfit")
 
 
@@ -704,7 +704,7 @@ def _call(reference: dict, kwargs: dict, frozen: list[str]) -> str:
             + (" (embeddings frozen before the call)" if frozen else ""))
 
 
-@graded("test_peft_parameter_counts", points=1)
+@graded("test_peft_parameter_counts")
 def test_peft_parameter_counts_full_lora_and_head(student):
     for reference, kwargs, frozen in _peft_cases(80):
         counts, expected, _ = _peft_counts(student, reference, kwargs, frozen)
@@ -715,14 +715,14 @@ def test_peft_parameter_counts_full_lora_and_head(student):
         _expect_counts(counts, expected, ("full", "lora"), what)
 
 
-@graded("test_peft_parameter_counts", points=1)
+@graded("test_peft_parameter_counts")
 def test_peft_parameter_counts_adapters_and_prompt_tuning(student):
     for reference, kwargs, frozen in _peft_cases(82):
         counts, expected, _ = _peft_counts(student, reference, kwargs, frozen)
         _expect_counts(counts, expected, ("adapters", "prompt_tuning"), _call(reference, kwargs, frozen))
 
 
-@graded("test_peft_parameter_counts", points=1)
+@graded("test_peft_parameter_counts")
 def test_peft_parameter_counts_bitfit_arguments_and_model_left_alone(student):
     for reference, kwargs, frozen in _peft_cases(84):
         counts, expected, record = _peft_counts(student, reference, kwargs, frozen)
@@ -740,8 +740,8 @@ def test_peft_parameter_counts_bitfit_arguments_and_model_left_alone(student):
                + (f"it raised {_raised(reply)}" if _raised(reply) else "it returned normally"))
 
 
-# =============================================================== fine_tuning_footprint (2)
-@graded("test_fine_tuning_footprint", points=1)
+# =============================================================== fine_tuning_footprint
+@graded("test_fine_tuning_footprint")
 def test_fine_tuning_footprint_against_gpt3(student):
     for energy in (1287.0, 1.5, 0.02, drawn_ints(69, 1, 10 ** 6)[0] / 64):
         # public: the release's visible test shows the reference run itself (1287 MWh)
@@ -749,7 +749,7 @@ def test_fine_tuning_footprint_against_gpt3(student):
                            what=f"fine_tuning_footprint({energy})", public=energy == 1287.0)
 
 
-@graded("test_fine_tuning_footprint", points=1)
+@graded("test_fine_tuning_footprint")
 def test_fine_tuning_footprint_other_reference_run(student):
     reference_run = dict(ref_energy_mwh=50.0, ref_co2_tonnes=20.0, ref_cost_usd=1e5)
     for energy in (5.0, 75.0):
@@ -775,7 +775,7 @@ def _not_right(wrong: list[str], items) -> str:
     return f"{len(wrong)} of the {len(items)} entries {'is' if len(wrong) == 1 else 'are'} not right yet"
 
 
-@graded("test_architecture_table", points=1)
+@graded("test_architecture_table")
 def test_architecture_table_bert_and_gpt(student):
     table = _constant(student, "ARCHITECTURE_TABLE")
     for model in ("BERT", "GPT"):
@@ -786,7 +786,7 @@ def test_architecture_table_bert_and_gpt(student):
                detail=f"ARCHITECTURE_TABLE[{model!r}]: {', '.join(wrong)} not right yet")
 
 
-@graded("test_architecture_table", points=1)
+@graded("test_architecture_table")
 def test_architecture_table_t5(student):
     row = _constant(student, "ARCHITECTURE_TABLE").get("T5")
     expect(type(row) is dict, "ARCHITECTURE_TABLE['T5'] must be a dict")
@@ -795,7 +795,7 @@ def test_architecture_table_t5(student):
            detail=f"ARCHITECTURE_TABLE['T5']: {', '.join(wrong)} not right yet")
 
 
-@graded("test_model_for_task", points=1)
+@graded("test_model_for_task")
 def test_model_for_task_understanding(student):
     given = _constant(student, "MODEL_FOR_TASK")
     tasks = ["sentiment analysis", "named entity recognition"]
@@ -804,7 +804,7 @@ def test_model_for_task_understanding(student):
            detail=f"MODEL_FOR_TASK: reconsider {wrong}")
 
 
-@graded("test_model_for_task", points=1)
+@graded("test_model_for_task")
 def test_model_for_task_generation_and_qa(student):
     given = _constant(student, "MODEL_FOR_TASK")
     tasks = ["text generation", "question answering"]
@@ -812,7 +812,7 @@ def test_model_for_task_generation_and_qa(student):
     expect(not wrong, f"MODEL_FOR_TASK: {_not_right(wrong, tasks)}", detail=f"MODEL_FOR_TASK: reconsider {wrong}")
 
 
-@graded("test_model_for_task", points=1)
+@graded("test_model_for_task")
 def test_model_for_task_sequence_to_sequence(student):
     given = _constant(student, "MODEL_FOR_TASK")
     tasks = ["translation", "summarization"]
@@ -831,7 +831,7 @@ def _in_range(config: dict, key: str) -> bool:
     return type(value) in (int, float) and low <= value <= high
 
 
-@graded("test_finetune_config", points=1)
+@graded("test_finetune_config")
 def test_finetune_config_learning_rate_and_warmup(student):
     config = _constant(student, "FINETUNE_CONFIG")
     for key in ("learning_rate", "warmup_ratio"):
@@ -841,7 +841,7 @@ def test_finetune_config_learning_rate_and_warmup(student):
                detail=f"FINETUNE_CONFIG[{key!r}] = {config.get(key)!r} is outside [{low:g}, {high:g}]")
 
 
-@graded("test_finetune_config", points=1)
+@graded("test_finetune_config")
 def test_finetune_config_batch_and_epochs(student):
     config = _constant(student, "FINETUNE_CONFIG")
     for key in ("per_device_train_batch_size", "num_train_epochs"):
@@ -852,7 +852,7 @@ def test_finetune_config_batch_and_epochs(student):
                detail=f"FINETUNE_CONFIG[{key!r}] = {config.get(key)!r} is outside [{low}, {high}]")
 
 
-@graded("test_finetune_config", points=1)
+@graded("test_finetune_config")
 def test_finetune_config_regularisation(student):
     config = _constant(student, "FINETUNE_CONFIG")
     low, high = answers.FINETUNE_RANGES["weight_decay"]
@@ -862,7 +862,7 @@ def test_finetune_config_regularisation(student):
     expect(type(config.get("freeze_embeddings")) is bool, "FINETUNE_CONFIG['freeze_embeddings'] must be True or False")
 
 
-@graded("test_generation_settings", points=1)
+@graded("test_generation_settings")
 def test_generation_settings_greedy_and_sampling(student):
     settings = _constant(student, "GENERATION_SETTINGS")
     greedy, sampling = settings.get("greedy"), settings.get("sampling")
@@ -877,7 +877,7 @@ def test_generation_settings_greedy_and_sampling(student):
            detail=f"a sampling temperature of {temperature!r} is outside (0, 2]")
 
 
-@graded("test_generation_settings", points=1)
+@graded("test_generation_settings")
 def test_generation_settings_beam(student):
     beam = _constant(student, "GENERATION_SETTINGS").get("beam")
     expect(type(beam) is dict, "GENERATION_SETTINGS['beam'] must be a dict")

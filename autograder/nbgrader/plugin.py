@@ -61,7 +61,7 @@ from nbgrader.converters import BaseConverter
 from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
 from traitlets import Bool, Float, Unicode
 
-from ..config import GradingConfig
+from ..config import SETTINGS, TIMEOUTS, ZYGOTE, GradingConfig
 from ..draws import describe
 from ..errors import ConfigurationError, IntakeError
 from ..files import read_regular_file
@@ -139,23 +139,25 @@ def cell_outputs(tests: list[TestResult], earned: float, max_points: float, not_
     return [new_output("error", ename="HiddenTestsFailed", evalue=summary, traceback=traceback)]
 
 
-class SandboxedGrading(NbGraderPreprocessor):
+def _setting_traits() -> dict:
+    """One traitlet per ``config.SETTINGS`` entry, with its field's default: the run's
+    settings as ``c.SandboxedGrading.<trait>`` (``timeout`` sets ``timeout_notebook``)."""
+    traits = {setting.trait: Float(getattr(GradingConfig, setting.field), help=f"seconds allowed for {setting.help}")
+              for setting in TIMEOUTS}
+    traits[ZYGOTE.trait] = Bool(GradingConfig.zygote, help=f"{ZYGOTE.help}; False: start each cold")
+    return {name: trait.tag(config=True) for name, trait in traits.items()}
+
+
+# The settings' traitlets live on a base class made from the table, so that none is typed
+# here again; nbgrader reads c.SandboxedGrading.<trait> for them as for the class's own.
+_SandboxedGradingSettings = type("SandboxedGradingSettings", (NbGraderPreprocessor,), {
+    "__doc__": "The run's settings of SandboxedGrading (autograder.config.SETTINGS).", **_setting_traits()})
+
+
+class SandboxedGrading(_SandboxedGradingSettings):
     """Grade the notebook with the sandboxed autograder and record per-cell scores."""
 
-    # Each becomes the GradingConfig field of the same name (``timeout``: timeout_notebook)
-    # and defaults to that field's default.
     device = Unicode("auto", help="'auto', 'cpu' or 'cuda'").tag(config=True)
-    timeout = Float(GradingConfig.timeout_notebook, help="seconds allowed for one notebook").tag(config=True)
-    timeout_cell = Float(GradingConfig.timeout_cell, help="seconds allowed for running one solution cell"
-                         ).tag(config=True)
-    timeout_call = Float(GradingConfig.timeout_call, help="seconds allowed for one call of a student function"
-                         ).tag(config=True)
-    timeout_hung_call = Float(GradingConfig.timeout_hung_call, help="seconds allowed for each later call of "
-                              "an item that timed out once").tag(config=True)
-    timeout_worker_start = Float(GradingConfig.timeout_worker_start, help="seconds allowed for starting a "
-                                 "sandboxed worker").tag(config=True)
-    zygote = Bool(GradingConfig.zygote, help="fork sandboxed workers from a preloaded zygote (bubblewrap "
-                                             "only) instead of starting each cold").tag(config=True)
     reports = Unicode("", help="folder of reports of `python -m autograder grade`, used instead of "
                                "grading a notebook again where they are up to date").tag(config=True)
 
@@ -166,9 +168,7 @@ class SandboxedGrading(NbGraderPreprocessor):
         if self._config is None:
             try:
                 self._config = GradingConfig.build(
-                    device=self.device, timeout_notebook=self.timeout, timeout_cell=self.timeout_cell,
-                    timeout_call=self.timeout_call, timeout_hung_call=self.timeout_hung_call,
-                    timeout_worker_start=self.timeout_worker_start, zygote=self.zygote)
+                    device=self.device, **{setting.field: getattr(self, setting.trait) for setting in SETTINGS})
             except ConfigurationError as err:
                 raise ConfigurationError(f"SandboxedGrading (nbgrader_config.py or --SandboxedGrading.*): {err}"
                                          ) from None

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder import cli
-from autograder.config import GradingConfig
+from autograder.config import SETTINGS, GradingConfig
 from autograder.errors import ConfigurationError
 from autograder.nbgrader.plugin import SandboxedGrading
 from autograder.paths import REPO
@@ -95,6 +95,23 @@ def test_nbgrader_config_file_sets_the_traitlets():
     c.SandboxedGrading.timeout = 100.0
     config = SandboxedGrading(config=c, device="cpu").grading_config()
     assert (config.timeout_call, config.timeout_notebook) == (3.0, 100.0)
+
+
+def test_every_setting_is_an_option_of_grade_and_a_traitlet_of_nbgrader_with_its_fields_default():
+    from traitlets.config import Config
+
+    traits = SandboxedGrading.class_traits(config=True)
+    defaults = vars(parse())
+    for setting in SETTINGS:
+        default = getattr(GradingConfig, setting.field)
+        assert defaults[setting.field] == default, f"{setting.option}: the CLI's default differs"
+        assert traits[setting.trait].default_value == default, f"{setting.trait}: nbgrader's default differs"
+        changed = False if type(default) is bool else default + 1.5
+        c = Config()
+        c.SandboxedGrading[setting.trait] = changed
+        assert getattr(SandboxedGrading(config=c, device="cpu").grading_config(), setting.field) == changed
+        given = [setting.option] if type(default) is bool else [setting.option, str(changed)]
+        assert getattr(cli.grading_config(parse("--device", "cpu", *given)), setting.field) == changed
 
 
 @pytest.mark.parametrize("fields, wrong", [
