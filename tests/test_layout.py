@@ -10,6 +10,7 @@ loads them, nothing imports them).
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from autograder.paths import PACKAGE
@@ -42,11 +43,17 @@ def imports_of(path: Path) -> set[str]:
                 base = ".".join([*anchor, base] if base else anchor)
             found.add(base)
             found |= {f"{base}.{alias.name}" for alias in node.names}  # `from . import x` names a module
-    modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
-    return {m for m in found if m in modules and m != name}
+    return {m for m in found if m in modules() and m != name}
 
 
+@functools.cache
+def modules() -> frozenset[str]:
+    return frozenset(module_name(p) for p in PACKAGE.rglob("*.py"))
+
+
+@functools.cache
 def graph() -> dict[str, set[str]]:
+    """module -> the autograder modules it imports, read once for the three tests."""
     return {module_name(path): imports_of(path) for path in PACKAGE.rglob("*.py")
             if "__pycache__" not in path.parts and "hidden" not in path.relative_to(PACKAGE).parts}
 

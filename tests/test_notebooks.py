@@ -11,10 +11,10 @@ import pytest
 
 from autograder.course import load_course
 from autograder.notebook import is_setup, is_solution_code, solution_regions
-from autograder.paths import PACKAGE, RELEASE, SOURCE
+from autograder.paths import RELEASE, SOURCE
+from autograder.pytest_plugin import suite_path
 from autograder.suite import graded
 
-HIDDEN = PACKAGE / "hidden"
 DEFAULT_POINTS = inspect.signature(graded).parameters["points"].default
 # The course model reads every source notebook: it refuses one missing from its order (or
 # the reverse), malformed metadata, a duplicated grade_id, and a solution cell without
@@ -82,7 +82,7 @@ def test_docs_have_no_placeholder(doc, repo_root):
 def test_hidden_points_add_up_to_cell_points(stem):
     """Each visible-test cell's points equal the sum of its hidden tests' points."""
     cells = COURSE.notebook(stem).test_points
-    suite = HIDDEN / f"test_{stem}.py"
+    suite = suite_path(stem)
     if not cells:
         return
     assert suite.is_file(), f"{stem} has auto-graded cells but no hidden suite {suite.name}"
