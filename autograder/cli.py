@@ -103,8 +103,7 @@ def grade(paths: list[Path], config: GradingConfig, jobs: int = 1, student: str 
     reports, todo = recorder.triage(mine, force)
     _announce(config, jobs, shard, mine, todo)
     started = time.perf_counter()
-    _grade_all(todo, config, jobs, recorder, reports)
-    return _summarise(reports, config.out, shard, started)
+    return _summarise([*reports, *_grade_all(todo, config, jobs, recorder)], config.out, shard, started)
 
 
 def _select(paths: list[Path], student: str | None, shard: tuple[int, int], out: Path) -> list[Submission]:
@@ -170,11 +169,12 @@ def _announce(config: GradingConfig, jobs: int, shard: tuple[int, int], mine: li
              if any(s.problem for s in mine) else "") + "...", flush=True)
 
 
-def _grade_all(todo: list[tuple[Submission, str]], config: GradingConfig, jobs: int, recorder: _Recorder,
-               reports: list[Report]) -> None:
-    """Grade ``todo`` in ``jobs`` parallel processes, one per student's batch, adding each
-    report to ``reports`` as it comes."""
+def _grade_all(todo: list[tuple[Submission, str]], config: GradingConfig, jobs: int,
+               recorder: _Recorder) -> list[Report]:
+    """Grade ``todo`` in ``jobs`` parallel processes, one per student's batch; the reports,
+    each recorded (written to disk) as it comes, so a crash loses no finished grade."""
     batches = submissions(todo, jobs)
+    reports: list[Report] = []
     with contextlib.ExitStack() as stack:
         if todo:
             workers = min(max(1, jobs), len(batches))
@@ -195,6 +195,7 @@ def _grade_all(todo: list[tuple[Submission, str]], config: GradingConfig, jobs: 
                    for batch in batches]
         for future in as_completed(futures):
             future.result()
+    return reports
 
 
 def _summarise(reports: list[Report], out: Path, shard: tuple[int, int], started: float) -> int:

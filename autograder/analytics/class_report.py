@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..grade_history import Change
+from ..grade_history import Change, read_changes
 from ..paths import ASSIGNMENT, CLASS_REPORT, SIMILARITY_CSV
 from ..report import clip
 from . import statistics
@@ -170,7 +170,6 @@ def write(results: ClassResults, extras: Extras, out: Path) -> Path:
 def build(grades: Path, *, nbgrader_root: Path | None = None, submissions: list[Path] | None = None,
           similarity: bool = True, threshold: float | None = None, jobs: int = 1) -> tuple[Path, ClassResults, Extras]:
     """Read the class, run the similarity check, write the page and ``similarity.csv``; what ``report`` runs."""
-    from .. import grade_history as history
     from . import sources
     from .nbgrader_results import load_gradebook
     from .results import load_grades
@@ -180,7 +179,7 @@ def build(grades: Path, *, nbgrader_root: Path | None = None, submissions: list[
     results = load_gradebook(nbgrader_root) if nbgrader_root is not None else load_grades(grades)
     extras = Extras()
     if nbgrader_root is None:
-        extras.changes, extras.warnings = history.read_changes(grades)
+        extras.changes, extras.warnings = read_changes(grades)
     else:
         extras.history_note = ("nbgrader's gradebook keeps only the latest scores; re-grades through "
                                "`python -m autograder grade` keep their history")

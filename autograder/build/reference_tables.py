@@ -19,8 +19,7 @@ import re
 import statistics
 from pathlib import Path
 
-from ..paths import RESULTS as RESULTS_DIR
-from ..paths import SOURCE
+from ..paths import RESULTS as RESULTS_DIR, SOURCE
 
 RESULTS = RESULTS_DIR / "reference_values.json"
 METADATA_KEY = "reference_values"

@@ -87,16 +87,6 @@ def test_nbgrader_traitlets_reach_the_config():
     assert SandboxedGrading(device="cpu").grading_config() == GradingConfig()
 
 
-def test_nbgrader_config_file_sets_the_traitlets():
-    from traitlets.config import Config
-
-    c = Config()
-    c.SandboxedGrading.timeout_call = 3.0
-    c.SandboxedGrading.timeout = 100.0
-    config = SandboxedGrading(config=c, device="cpu").grading_config()
-    assert (config.timeout_call, config.timeout_notebook) == (3.0, 100.0)
-
-
 def test_every_setting_is_an_option_of_grade_and_a_traitlet_of_nbgrader_with_its_fields_default():
     from traitlets.config import Config
 
