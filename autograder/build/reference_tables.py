@@ -19,9 +19,10 @@ import re
 import statistics
 from pathlib import Path
 
-from ..paths import RESULTS as RESULTS_DIR, SOURCE
+from .. import paths
+from ..paths import SOURCE
 
-RESULTS = RESULTS_DIR / "reference_values.json"
+RESULTS = paths.RESULTS / "reference_values.json"
 METADATA_KEY = "reference_values"
 # | `stem` | 8 s | 27 s |   (the README's table of run times)
 TIME_ROW = re.compile(r"^\| `(?P<stem>[A-Za-z0-9_]+)` \| (?P<fast>[^|]*) \| (?P<full>[^|]*) \|$")
