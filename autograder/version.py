@@ -20,8 +20,10 @@ __version__ = "0.4.0"  # CHANGELOG.md's newest section
 # schema are never taken as up to date). 2: a test's message is what a student may
 # read, and its ``detail`` the course staff's view.
 SCHEMA_VERSION = 2
-# The class report, the LMS export and the grade history read reports; they change no grade.
-AFTER_GRADING = PACKAGE / "analytics"
+# What changes no grade, and so is not in the hash: the class report, the LMS export and
+# the grade history read reports; the build tools write the release, the handout and the
+# student bundle (tests/test_layout.py keeps the grading modules from importing either).
+NOT_GRADING = (PACKAGE / "analytics", PACKAGE / "build")
 
 
 def suite_hash(secret: str | None = None) -> str:
@@ -37,13 +39,19 @@ def suite_hash(secret: str | None = None) -> str:
     return hashlib.sha256(f"{_code_hash()}\0secret:".encode() + hashlib.sha256(secret.encode()).digest()).hexdigest()
 
 
+def graded_by() -> list[Path]:
+    """The files whose change can change a grade, sorted: the grader's code, hidden
+    suites and references, and the instructor notebooks."""
+    files = [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.ini"),
+             *(SOURCE_DIR / ASSIGNMENT).glob("*.ipynb")]
+    return sorted(path for path in files
+                  if "__pycache__" not in path.parts and not any(path.is_relative_to(room) for room in NOT_GRADING))
+
+
 @functools.lru_cache(maxsize=1)
 def _code_hash() -> str:
-    files = sorted([*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.ini"), *(SOURCE_DIR / ASSIGNMENT).glob("*.ipynb")])
     digest = hashlib.sha256()
-    for path in files:
-        if "__pycache__" in path.parts or path.is_relative_to(AFTER_GRADING):
-            continue
+    for path in graded_by():
         digest.update(path.relative_to(REPO).as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()

@@ -92,3 +92,18 @@ def test_the_imports_form_no_cycle():
     for module in sorted(edges):
         if module not in state:
             visit(module, [module])
+
+
+def test_the_suite_hash_reads_what_grades_and_not_the_tools_above_it():
+    """A report is re-graded when a file that can change its grade changes (``suite_hash``):
+    every module that grades, the hidden suites and their ini; a new build tool or class
+    report changes no grade, so it leaves every report up to date."""
+    from autograder.version import NOT_GRADING, graded_by
+
+    hashed = set(graded_by())
+    tools = [path for path in PACKAGE.rglob("*.py") if any(path.is_relative_to(room) for room in NOT_GRADING)]
+    assert tools and not hashed & set(tools)
+    assert {f"autograder.{room.name}" for room in NOT_GRADING} <= set(UPPER_ROOMS)
+    grading = {module_name(path) for path in hashed if path.suffix == ".py"}
+    assert modules() - {module_name(path) for path in tools} <= grading
+    assert PACKAGE / "hidden" / "pytest.ini" in hashed and any(path.suffix == ".ipynb" for path in hashed)
