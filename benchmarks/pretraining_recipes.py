@@ -29,13 +29,17 @@ from pathlib import Path
 
 import torch
 
+from autograder.build.pretraining import reference_functions
 from week6_helpers.small_models import load_mlm, load_small_gpt
 from week6_pretraining.data import SOURCES
 from week6_pretraining.evaluate import (cloze_accuracy, cloze_predictions, is_everyday, load_cloze,
                                         next_token_cloze_predictions)
-from week6_pretraining.train import SIZES, heldout_batches, heldout_loss, train
+from week6_pretraining.functions import Functions
+from week6_pretraining.train import SIZES, TrainConfig, heldout_batches, heldout_loss, train
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pretraining_recipes.json"
+# The course's references, as the shipped checkpoints were trained with them.
+REFERENCES = Functions(**reference_functions())
 
 
 FLAGS = ("bf16", "wwm")
@@ -90,7 +94,9 @@ def score(model, tokenizer, objective) -> dict:
     with torch.no_grad():
         overall = cloze_accuracy(model, tokenizer, items, predict=predict)
         daily = cloze_accuracy(model, tokenizer, everyday, predict=predict)
-        loss = heldout_loss(model, heldout_batches(tokenizer, objective), objective)
+        batches = heldout_batches(tokenizer, objective, mask_fn=REFERENCES.mask_fn)
+        loss = heldout_loss(model, batches, objective, mlm_loss_fn=REFERENCES.mlm_loss_fn,
+                            clm_loss_fn=REFERENCES.clm_loss_fn)
     pct = lambda x: round(100 * x, 1)  # noqa: E731
     scores = {f"{kind}_top{k}": pct(overall["by_kind"][kind][f"top{k}"]) for kind in ("function", "content") for k in (1, 5)}
     scores.update(everyday_top1=pct(daily["top1"]), everyday_top5=pct(daily["top5"]), heldout_loss=round(loss, 4))
@@ -112,10 +118,10 @@ def main(argv=None):
     for folder in args.checkpoint:
         score_checkpoint(folder)
     for name, recipe in recipes:
-        model, tokenizer, log = train(recipe["objective"], max_steps=10**7, minutes=args.minutes,
-                                      size=SIZES[recipe["size"]], text=recipe["text"], bf16=recipe["bf16"],
-                                      whole_word=recipe["whole_word"],
-                                      seed=args.seed, eval_every=500, progress=False)
+        config = TrainConfig(recipe["objective"], max_steps=10**7, minutes=args.minutes, size=SIZES[recipe["size"]],
+                             text=recipe["text"], bf16=recipe["bf16"], whole_word=recipe["whole_word"],
+                             seed=args.seed, eval_every=500)
+        model, tokenizer, log = train(config, REFERENCES, progress=False)
         model.float()
         row = {"recipe": name, "minutes": args.minutes, "seed": args.seed, **run_row(log, args.threads),
                "date": time.strftime("%Y-%m-%d"), **score(model, tokenizer, recipe["objective"])}

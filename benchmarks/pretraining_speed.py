@@ -24,10 +24,8 @@ import torch
 
 from week6_pretraining.data import load_tokenizer, with_sentinels
 from week6_pretraining.model import build_model
-from week6_pretraining.train import (
-    SIZES, clm_step_loss, make_optimizer, mlm_step_loss, reference_functions, reference_span_functions,
-    span_step_loss,
-)
+from autograder.build.pretraining import reference_functions
+from week6_pretraining.train import SIZES, clm_step_loss, make_optimizer, mlm_step_loss, span_step_loss
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pretraining_speed.json"
 OBJECTIVES = ("mlm", "clm", "span")
@@ -42,8 +40,9 @@ def step_seconds(objective, size, bf16, steps, tokenizer):
     generator = torch.Generator().manual_seed(0)
     rows = torch.randint(len(tok.all_special_ids), len(tokenizer), (16, 128))
     rows[:, 0] = tok.cls_token_id
-    mask_fn, mlm_loss, clm_loss = reference_functions()
-    noise_fn, corrupt_fn, span_loss = reference_span_functions()
+    references = reference_functions()
+    mask_fn, mlm_loss, clm_loss = references["mask_fn"], references["mlm_loss_fn"], references["clm_loss_fn"]
+    noise_fn, corrupt_fn, span_loss = references["noise_fn"], references["corrupt_fn"], references["span_loss_fn"]
     times = []
     for i in range(steps + 2):
         start = time.perf_counter()

@@ -27,6 +27,7 @@ import torch
 
 from .card import write_card, write_sha256sums
 from .data import DATA
+from .functions import Functions, installed
 from .train import CHECKPOINTS, heldout_batches, heldout_loss
 
 CLOZE = DATA / "cloze" / "cloze.jsonl"
@@ -124,32 +125,36 @@ def _cloze_metrics(cloze: dict) -> dict:
     return metrics
 
 
-def _load_and_score(folder: Path, model_class: str, objective: str):
-    """(tokenizer, model, held-out batches, held-out loss) of the checkpoint in ``folder``."""
+def _load_and_score(folder: Path, model_class: str, objective: str, functions: Functions):
+    """(tokenizer, model, held-out batches, held-out loss) of the checkpoint in ``folder``,
+    the rows corrupted and scored by ``functions``."""
     import transformers
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
     model = getattr(transformers, model_class).from_pretrained(folder).eval()
-    batches = heldout_batches(tokenizer, objective)
-    return tokenizer, model, batches, heldout_loss(model, batches, objective)
+    batches = heldout_batches(tokenizer, objective, mask_fn=functions.mask_fn, noise_fn=functions.noise_fn,
+                              corrupt_fn=functions.corrupt_fn)
+    loss = heldout_loss(model, batches, objective, mlm_loss_fn=functions.mlm_loss_fn,
+                        clm_loss_fn=functions.clm_loss_fn, span_loss_fn=functions.span_loss_fn)
+    return tokenizer, model, batches, loss
 
 
-def evaluate_mlm(folder: Path) -> dict:
-    tokenizer, model, batches, loss = _load_and_score(folder, "BertForMaskedLM", "mlm")
+def evaluate_mlm(folder: Path, functions: Functions) -> dict:
+    tokenizer, model, batches, loss = _load_and_score(folder, "BertForMaskedLM", "mlm", functions)
     return {"heldout_rows": sum(len(b[0]) for b in batches), "heldout_mlm_loss": round(loss, 4),
             "heldout_mlm_predicted_tokens": sum(int((b[1] != -100).sum()) for b in batches),
             **_cloze_metrics(cloze_accuracy(model, tokenizer))}
 
 
-def evaluate_clm(folder: Path) -> dict:
-    tokenizer, model, batches, loss = _load_and_score(folder, "GPT2LMHeadModel", "clm")
+def evaluate_clm(folder: Path, functions: Functions) -> dict:
+    tokenizer, model, batches, loss = _load_and_score(folder, "GPT2LMHeadModel", "clm", functions)
     return {"heldout_rows": sum(len(b[0]) for b in batches), "heldout_clm_loss": round(loss, 4),
             "heldout_perplexity": round(math.exp(loss), 2),
             **_cloze_metrics(cloze_accuracy(model, tokenizer, predict=next_token_cloze_predictions))}
 
 
-def evaluate_span(folder: Path) -> dict:
-    tokenizer, model, batches, loss = _load_and_score(folder, "T5ForConditionalGeneration", "span")
+def evaluate_span(folder: Path, functions: Functions) -> dict:
+    tokenizer, model, batches, loss = _load_and_score(folder, "T5ForConditionalGeneration", "span", functions)
     return {"heldout_rows": sum(len(b[0]) for b in batches), "heldout_span_loss": round(loss, 4),
             "heldout_span_predicted_tokens": sum(int((b[1] != -100).sum()) for b in batches),
             **_cloze_metrics(cloze_accuracy(model, tokenizer, predict=span_cloze_predictions))}
@@ -158,7 +163,8 @@ def evaluate_span(folder: Path) -> dict:
 EVALUATIONS = {"mlm": evaluate_mlm, "clm": evaluate_clm, "span": evaluate_span}
 
 
-def main(argv=None):
+def main(argv=None, functions: Functions | None = None):
+    """The command line; ``functions`` None: the reference ones of the installed grader."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", type=Path, nargs="*",
                         help="checkpoint folders (default: every folder of data/checkpoints with a training log)")
@@ -173,7 +179,12 @@ def main(argv=None):
             continue
         log = json.loads((folder / "train_log.json").read_text())
         objective = log["objective"]
-        results[folder.name] = metrics = EVALUATIONS[objective](folder)
+        functions = installed() if functions is None else functions
+        try:
+            functions.require(objective)
+        except ValueError as err:
+            parser.error(str(err))
+        results[folder.name] = metrics = EVALUATIONS[objective](folder, functions)
         print(f"{objective} ({folder.name}): {metrics}")
         if not args.no_write:
             # The card and the sums are (re)written together: a card always describes these bytes.

@@ -15,7 +15,7 @@ reads the row without its dropped spans and the decoder only those spans.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from .data import CONTEXT
 
@@ -100,7 +100,3 @@ def build_model(objective: str, tokenizer, size: Size = Size()):
         )
         return T5ForConditionalGeneration(config)
     raise ValueError(f"objective must be 'mlm', 'clm' or 'span', got {objective!r}")
-
-
-def size_dict(size: Size) -> dict:
-    return asdict(size)

@@ -16,20 +16,22 @@ GPT is scored on every next token (127 of 128 per row), BERT only on the ~15 % i
 masked, T5 on the ~15 % it dropped plus one sentinel per dropped span and a final
 one. The log records both counts so the loss curves can be put side by side.
 
-The loop takes the corruption and loss functions as arguments (defaulting to the
-course's reference implementations), so a notebook can train with its own versions.
+A run is a :class:`TrainConfig` (what to train, for how long, how) and a
+``functions.Functions`` (the corruption and loss functions it calls): a notebook passes
+its own; the command line takes the course's references from the installed grader
+(``week6_pretraining/functions.py`` says how).
 """
 from __future__ import annotations
 
 import argparse
 import csv
-import functools
 import json
 import math
 import os
 import platform
 import time
 from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -38,6 +40,7 @@ from tqdm.auto import tqdm
 from week6_helpers.small_models import DEFAULT_FOLDER
 
 from .data import CONTEXT, DATA, SOURCES, TOKENIZER_DIR, Batches, load_tokenizer, sentinel_ids, token_stream, windows, with_sentinels
+from .functions import Functions, installed, require
 from .model import Size, build_model
 
 CHECKPOINTS = DATA / "checkpoints"
@@ -51,46 +54,6 @@ SIZES = {
 # (end of the phase as a fraction of the steps, row length); 128 after the last one.
 CONTEXT_WARMUP = ((0.25, 16), (0.325, 32), (0.40, 64))
 HELDOUT_MASK_SEED = 1234  # one fixed masking of the held-out rows, so MLM losses are comparable
-
-
-def reference_functions():
-    """The course's reference ``mask_tokens``, ``mlm_loss`` and ``clm_loss``.
-
-    Imported only when needed: a notebook that passes its own three functions can
-    train without the ``autograder`` package being installed.
-    """
-    try:
-        from autograder.reference.losses import clm_loss, mlm_loss
-        from autograder.reference.masking import mask_tokens
-    except ImportError as err:
-        raise ImportError(
-            "the reference implementations (autograder.reference) are not installed: "
-            "pass mask_fn, mlm_loss_fn and clm_loss_fn to train() yourself"
-        ) from err
-    return mask_tokens, mlm_loss, clm_loss
-
-
-def whole_word_masking(tokenizer, device):
-    """The reference ``whole_word_mask`` bound to ``tokenizer``'s "##" pieces: a ``mask_fn``."""
-    try:
-        from autograder.reference.masking import continuation_table, whole_word_mask
-    except ImportError as err:
-        raise ImportError("whole-word masking is part of the course's reference code (autograder.reference), "
-                          "which is not installed: train without --whole-word-masking") from err
-    return functools.partial(whole_word_mask, continuation=continuation_table(tokenizer).to(device))
-
-
-def reference_span_functions():
-    """The course's reference ``random_spans_noise_mask``, ``span_corrupt`` and
-    ``span_corruption_loss`` (exercise 5)."""
-    try:
-        from autograder.reference.span_corruption import random_spans_noise_mask, span_corrupt, span_corruption_loss
-    except ImportError as err:
-        raise ImportError(
-            "the reference implementations (autograder.reference) are not installed: "
-            "pass noise_fn, corrupt_fn and span_loss_fn to train() yourself"
-        ) from err
-    return random_spans_noise_mask, span_corrupt, span_corruption_loss
 
 
 def special_ids(tokenizer) -> list[int]:
@@ -178,12 +141,13 @@ def heldout_batches(tokenizer, objective, n_rows=None, device="cpu", batch_size=
     if objective == "clm":
         inputs, targets = rows, rows
     elif objective == "span":
-        references = reference_span_functions() if None in (noise_fn, corrupt_fn) else (noise_fn, corrupt_fn)
+        require("the held-out span pairs", noise_fn=noise_fn, corrupt_fn=corrupt_fn)
         generator = torch.Generator().manual_seed(HELDOUT_MASK_SEED)
-        inputs, targets = span_batch(rows, tokenizer, generator, noise_fn or references[0], corrupt_fn or references[1])
+        inputs, targets = span_batch(rows, tokenizer, generator, noise_fn, corrupt_fn)
     else:
+        require("the held-out masked rows", mask_fn=mask_fn)
         generator = torch.Generator().manual_seed(HELDOUT_MASK_SEED)
-        inputs, targets = mask_rows(mask_fn or reference_functions()[0], rows, tokenizer, generator)
+        inputs, targets = mask_rows(mask_fn, rows, tokenizer, generator)
     return [
         (inputs[i : i + batch_size].to(device), targets[i : i + batch_size].to(device))
         for i in range(0, len(inputs), batch_size)
@@ -193,11 +157,9 @@ def heldout_batches(tokenizer, objective, n_rows=None, device="cpu", batch_size=
 @torch.no_grad()
 def heldout_loss(model, batches, objective, autocast=nullcontext, mlm_loss_fn=None, clm_loss_fn=None,
                  span_loss_fn=None) -> float:
-    """Mean cross-entropy per predicted token over ``batches`` (reference losses unless given)."""
-    if (objective == "mlm" and mlm_loss_fn is None) or (objective == "clm" and clm_loss_fn is None):
-        _, mlm_loss_fn, clm_loss_fn = reference_functions()
-    if objective == "span" and span_loss_fn is None:
-        span_loss_fn = reference_span_functions()[2]
+    """Mean cross-entropy per predicted token over ``batches``, with the loss of ``objective``."""
+    loss_fn = {"mlm": mlm_loss_fn, "clm": clm_loss_fn, "span": span_loss_fn}[objective]
+    require(f"the held-out {objective} loss", **{f"{objective}_loss_fn": loss_fn})
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
@@ -263,61 +225,29 @@ def make_optimizer(model, objective, lr, weight_decay=0.01):
 
 
 # ----------------------------------------------------------------------------- the loop
-def train(
-    objective: str,
-    *,
-    max_steps: int = 5000,
-    minutes: float | None = None,
-    batch_size: int = 16,
-    lr: float | None = None,
-    context_warmup: bool = True,
-    size: Size = SIZES["small"],
-    seed: int = 0,
-    device: str = "auto",
-    eval_every: int = 100,
-    eval_rows: int | None = 64,
-    log_every: int = 10,
-    tokenizer=None,
-    stream: torch.Tensor | None = None,
-    text: tuple[str, ...] = ("austen",),
-    mask_fn=None,
-    whole_word: bool = False,
-    mlm_loss_fn=None,
-    clm_loss_fn=None,
-    noise_fn=None,
-    corrupt_fn=None,
-    span_loss_fn=None,
-    bf16: bool | None = None,
-    progress: bool = True,
-):
-    """Train one model from random weights; return ``(model, tokenizer, log)``.
+@dataclass(frozen=True)
+class TrainConfig:
+    """One run's settings; ``python -m week6_pretraining.train``'s options are these fields.
 
-    The run ends after ``max_steps`` steps or ``minutes`` of wall time, whichever
-    comes first; the learning-rate schedule follows whichever is further along,
-    so a time-limited run still warms up and decays properly.
+    The run ends after ``max_steps`` steps or ``minutes`` of wall time, whichever comes
+    first; the learning-rate schedule follows whichever is further along, so a
+    time-limited run still warms up and decays properly. ``lr`` None is the objective's
+    peak rate (``PEAK_LR``).
 
-    Context warm-up (``CONTEXT_WARMUP``): the rows start 16 tokens long and
-    double to 128 during the first 40 % of the steps, with proportionally more
-    rows per batch, so every step reads ``batch_size * 128`` tokens. BERT did
-    the same at its scale (128 tokens for 90 % of the steps, then 512), for
-    speed. Here it matters for another reason: a [MASK] must learn to look at its
-    neighbours, and in a long row a freshly initialised attention spreads over
-    all positions, so the signal that would teach it is diluted 128-fold.
-    Without the warm-up, the small BERT spent 4 M tokens predicting the same
-    word frequencies at every [MASK]. ``context_warmup=False`` turns it off.
+    Context warm-up (``CONTEXT_WARMUP``): the rows start 16 tokens long and double to 128
+    during the first 40 % of the steps, with proportionally more rows per batch, so every
+    step reads ``batch_size * 128`` tokens. BERT did the same at its scale (128 tokens for
+    90 % of the steps, then 512), for speed. Here it matters for another reason: a [MASK]
+    must learn to look at its neighbours, and in a long row a freshly initialised attention
+    spreads over all positions, so the signal that would teach it is diluted 128-fold.
+    Without the warm-up, the small BERT spent 4 M tokens predicting the same word
+    frequencies at every [MASK]. ``context_warmup=False`` turns it off.
 
-    ``mask_fn``, ``mlm_loss_fn`` and ``clm_loss_fn`` must follow the contracts of
-    ``autograder.reference.masking.mask_tokens`` and ``autograder.reference.losses``
-    (``mlm_loss_fn`` receives logits [N, V] of the masked positions only); None
-    means the reference implementation. The held-out evaluation uses the same
-    functions, with the masking of the held-out rows seeded once and for all.
-    ``whole_word`` (MLM only): choose whole words for the training rows
-    (``autograder.reference.masking.whole_word_mask``, built on the tokenizer's "##" pieces) instead of ``mask_fn``;
-    the held-out rows keep ``mask_fn``'s token-level masking, so losses stay comparable.
-    ``noise_fn``, ``corrupt_fn`` and ``span_loss_fn`` (span) follow ``random_spans_noise_mask``,
-    ``span_corrupt`` and ``span_corruption_loss`` of ``autograder.reference.span_corruption``;
-    the span objective adds T5's 100 sentinel tokens to the tokenizer (``data.with_sentinels``)
-    and trains with Adafactor (``make_optimizer``).
+    ``whole_word`` (MLM only): choose whole words for the training rows (the functions'
+    ``whole_word_mask_fn``) instead of ``mask_fn``; the held-out rows keep ``mask_fn``'s
+    token-level masking, so losses stay comparable. The span objective adds T5's 100
+    sentinel tokens to the tokenizer (``data.with_sentinels``) and trains with Adafactor
+    (``make_optimizer``).
 
     ``text``: the training text's sources (``data.SOURCES``), read in that order; the
     held-out rows are always Austen's, so every model's held-out loss is comparable.
@@ -327,47 +257,69 @@ def train(
     where it pays only on processors with bfloat16 matrix units (AMX) and its rounding
     makes the run depend on the processor.
     """
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    if whole_word and objective != "mlm":
-        raise ValueError(f"whole-word masking is a masked-LM recipe; objective {objective!r} does not mask tokens")
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(device)
-    torch.manual_seed(seed)
-    if objective == "span":
-        if None in (noise_fn, corrupt_fn, span_loss_fn):
-            noise_fn, corrupt_fn, span_loss_fn = (
-                given or reference for given, reference in zip((noise_fn, corrupt_fn, span_loss_fn),
-                                                               reference_span_functions()))
-    elif None in (mask_fn, mlm_loss_fn, clm_loss_fn):
-        references = reference_functions()
-        mask_fn, mlm_loss_fn, clm_loss_fn = (
-            given or reference for given, reference in zip((mask_fn, mlm_loss_fn, clm_loss_fn), references))
 
-    lr = PEAK_LR[objective] if lr is None else lr
+    objective: str
+    max_steps: int = 5000
+    minutes: float | None = None
+    batch_size: int = 16
+    lr: float | None = None
+    context_warmup: bool = True
+    whole_word: bool = False
+    size: Size = field(default_factory=lambda: SIZES["small"])
+    text: tuple[str, ...] = ("austen",)
+    seed: int = 0
+    device: str = "auto"
+    bf16: bool | None = None
+    eval_every: int = 100
+    eval_rows: int | None = 64  # held-out rows per evaluation; None: all of them
+    log_every: int = 10
+
+    def __post_init__(self):
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
+        if self.whole_word and self.objective != "mlm":
+            raise ValueError(f"whole-word masking is a masked-LM recipe; objective {self.objective!r} does not mask tokens")
+
+
+def train(config: TrainConfig, functions: Functions, *, tokenizer=None, stream: torch.Tensor | None = None,
+          progress: bool = True):
+    """Train one model of ``config`` from random weights with ``functions``; return
+    ``(model, tokenizer, log)``.
+
+    ``functions`` must hold what the objective calls (``functions.needed``), each following
+    its graded function's contract; the held-out evaluation uses the same ones, with the
+    corruption of the held-out rows seeded once and for all. ``tokenizer`` None is the
+    course's; ``stream`` (already tokenized) replaces ``config.text``, for tests and notebooks.
+    """
+    functions.require(config.objective, whole_word=config.whole_word)
+    objective = config.objective
+    mask_fn, mlm_loss_fn, clm_loss_fn = functions.mask_fn, functions.mlm_loss_fn, functions.clm_loss_fn
+    noise_fn, corrupt_fn, span_loss_fn = functions.noise_fn, functions.corrupt_fn, functions.span_loss_fn
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device)
+    torch.manual_seed(config.seed)
+    lr = PEAK_LR[objective] if config.lr is None else config.lr
     tokenizer = tokenizer or load_tokenizer()
     if objective == "span":
         tokenizer = with_sentinels(tokenizer)  # new ids at the end: the stream's ids do not change
     # ``stream`` (already tokenized) replaces the ``text`` sources, for tests and notebooks.
-    text = list(text) if stream is None else None
+    text = list(config.text) if stream is None else None
     stream = token_stream(tokenizer, "train", sources=text) if stream is None else stream
     # One endless supply of rows per row length; the same seeds give both objectives
     # exactly the same rows in the same order.
-    phases = CONTEXT_WARMUP if context_warmup else ()
+    phases = CONTEXT_WARMUP if config.context_warmup else ()
     contexts = [c for _, c in phases] + [CONTEXT]
-    supply = {c: Batches(stream, tokenizer.cls_token_id, batch_size * CONTEXT // c, seed=seed + c, context=c)
+    supply = {c: Batches(stream, tokenizer.cls_token_id, config.batch_size * CONTEXT // c, seed=config.seed + c, context=c)
               for c in contexts}
-    eval_batches = heldout_batches(tokenizer, objective, eval_rows, device, mask_fn=mask_fn,
+    eval_batches = heldout_batches(tokenizer, objective, config.eval_rows, device, mask_fn=mask_fn,
                                    noise_fn=noise_fn, corrupt_fn=corrupt_fn)
 
-    train_mask_fn = whole_word_masking(tokenizer, device) if whole_word else mask_fn
-    model = build_model(objective, tokenizer, size).to(device)
+    train_mask_fn = functions.whole_word_mask_fn(tokenizer, device) if config.whole_word else mask_fn
+    model = build_model(objective, tokenizer, config.size).to(device)
     optimizer = make_optimizer(model, objective, lr)
-    mask_generator = torch.Generator(device=device).manual_seed(seed + 1)
+    mask_generator = torch.Generator(device=device).manual_seed(config.seed + 1)
     # bf16 autocast: the matrix products run on the GPU's tensor cores (or the CPU's AMX
     # units) while the weights, optimiser and losses stay in float32.
-    use_bf16 = (device.type == "cuda" and torch.cuda.is_bf16_supported()) if bf16 is None else bf16
+    use_bf16 = (device.type == "cuda" and torch.cuda.is_bf16_supported()) if config.bf16 is None else config.bf16
     autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if use_bf16 else nullcontext
 
     n_params = sum(p.numel() for p in model.parameters())  # .parameters() counts tied weights once
@@ -375,18 +327,18 @@ def train(
         "objective": objective,
         "model": type(model).__name__,
         "parameters": n_params,
-        "size": vars(size) if not hasattr(size, "__dataclass_fields__") else size.__dict__,
+        "size": asdict(config.size),
         "vocab_size": len(tokenizer),
         "context": CONTEXT,
-        "batch_size": batch_size,
-        "tokens_per_step": batch_size * CONTEXT,
+        "batch_size": config.batch_size,
+        "tokens_per_step": config.batch_size * CONTEXT,
         "context_warmup": [list(p) for p in phases],
-        "max_steps": max_steps,
-        "minutes": minutes,
+        "max_steps": config.max_steps,
+        "minutes": config.minutes,
         "peak_lr": lr,
-        "whole_word_masking": whole_word,
+        "whole_word_masking": config.whole_word,
         "optimizer": type(optimizer).__name__,
-        "seed": seed,
+        "seed": config.seed,
         "device": str(device),
         "bf16_autocast": use_bf16,
         "torch_threads": torch.get_num_threads(),
@@ -394,7 +346,7 @@ def train(
         "text": text,  # the training text's sources (data.SOURCES); None for a stream passed in
         "train_stream_tokens": len(stream),
         "eval_rows": len(torch.cat([b[0] for b in eval_batches])),
-        "log_every": log_every,
+        "log_every": config.log_every,
         "records": [],  # one per log point: step, tokens, train loss, lr, time
         "evals": [],  # one per evaluation: step, tokens, held-out loss
     }
@@ -412,11 +364,11 @@ def train(
     window_loss, window_steps = 0.0, 0
     start, cpu_start = time.perf_counter(), time.process_time()
     evaluate(0, 0, 0)
-    bar = tqdm(total=max_steps, desc=f"{objective} pre-training", disable=not progress, unit="step")
+    bar = tqdm(total=config.max_steps, desc=f"{objective} pre-training", disable=not progress, unit="step")
     step = 0
     while True:
         elapsed = time.perf_counter() - start
-        done = max(step / max_steps, elapsed / (60 * minutes) if minutes else 0.0)
+        done = max(step / config.max_steps, elapsed / (60 * config.minutes) if config.minutes else 0.0)
         if done >= 1.0:
             break
         lr_now = learning_rate(done, lr)
@@ -444,7 +396,7 @@ def train(
         window_loss += loss.item()
         window_steps += 1
         bar.update(1)
-        if step % log_every == 0:
+        if step % config.log_every == 0:
             train_loss = window_loss / window_steps
             log["records"].append({
                 "step": step, "tokens_processed": tokens, "tokens_predicted": predicted,
@@ -454,7 +406,7 @@ def train(
             bar.set_postfix(loss=f"{train_loss:.3f}", heldout=f"{log['evals'][-1]['heldout_loss']:.3f}",
                             tokens=f"{tokens / 1e6:.2f}M")
             window_loss, window_steps = 0.0, 0
-        if step % eval_every == 0:
+        if step % config.eval_every == 0:
             evaluate(step, tokens, predicted)
     bar.close()
     if not log["evals"] or log["evals"][-1]["step"] != step:
@@ -488,7 +440,8 @@ def save(model, tokenizer, log, out: Path):
                              evals.get(r["step"], ""), f"{r['lr']:.6g}", r["seconds"]])
 
 
-def main(argv=None):
+def main(argv=None, functions: Functions | None = None):
+    """The command line; ``functions`` None: the reference ones of the installed grader."""
     parser = argparse.ArgumentParser(description="Pre-train a small BERT (mlm), GPT-2 (clm) or T5 (span) on Austen.")
     parser.add_argument("--objective", choices=OBJECTIVES, required=True)
     parser.add_argument("--max-steps", type=int, default=5000)
@@ -517,15 +470,19 @@ def main(argv=None):
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
 
+    config = TrainConfig(
+        args.objective, max_steps=args.max_steps, minutes=args.minutes, batch_size=args.batch_size, lr=args.lr,
+        context_warmup=not args.no_context_warmup, whole_word=args.whole_word_masking, text=tuple(args.text),
+        size=SIZES[args.size], seed=args.seed, device=args.device, bf16=args.bf16,
+        eval_every=args.eval_every, eval_rows=args.eval_rows, log_every=args.log_every)
+    functions = installed() if functions is None else functions
+    try:
+        functions.require(config.objective, whole_word=config.whole_word)
+    except ValueError as err:
+        parser.error(str(err))
     torch.set_num_threads(args.threads)
-    model, tokenizer, log = train(
-        args.objective, max_steps=args.max_steps, minutes=args.minutes, batch_size=args.batch_size,
-        lr=args.lr, context_warmup=not args.no_context_warmup, whole_word=args.whole_word_masking, text=tuple(args.text),
-        size=SIZES[args.size], seed=args.seed, device=args.device,
-        eval_every=args.eval_every, eval_rows=args.eval_rows, log_every=args.log_every, bf16=args.bf16,
-        progress=not args.no_progress,
-        tokenizer=load_tokenizer(args.tokenizer) if args.tokenizer else None,
-    )
+    model, tokenizer, log = train(config, functions, progress=not args.no_progress,
+                                  tokenizer=load_tokenizer(args.tokenizer) if args.tokenizer else None)
     if args.tokenizer:
         log["tokenizer"] = str(args.tokenizer)
     log["command"] = "python -m week6_pretraining.train " + " ".join(argv if argv is not None else os.sys.argv[1:])

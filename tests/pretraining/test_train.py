@@ -91,7 +91,8 @@ def test_loop_uses_the_functions_it_is_given():
     """The notebook passes its own masking and losses; the loop must really call them."""
     from autograder.reference.losses import clm_loss, mlm_loss
     from autograder.reference.masking import mask_tokens
-    from week6_pretraining.train import SIZES, train
+    from week6_pretraining.functions import Functions
+    from week6_pretraining.train import SIZES, TrainConfig, train
 
     calls = {"mask": 0, "mlm": 0, "clm": 0}
 
@@ -102,26 +103,71 @@ def test_loop_uses_the_functions_it_is_given():
         return wrapper
 
     torch.set_num_threads(1)
-    common = dict(max_steps=3, batch_size=4, size=SIZES["tiny"], device="cpu", eval_rows=4, progress=False,
-                  context_warmup=False,
-                  mask_fn=counted("mask", mask_tokens), mlm_loss_fn=counted("mlm", mlm_loss),
-                  clm_loss_fn=counted("clm", clm_loss))
-    _, _, log = train("mlm", **common)
+    common = dict(max_steps=3, batch_size=4, size=SIZES["tiny"], device="cpu", eval_rows=4, context_warmup=False)
+    functions = Functions(mask_fn=counted("mask", mask_tokens), mlm_loss_fn=counted("mlm", mlm_loss),
+                          clm_loss_fn=counted("clm", clm_loss))
+    _, _, log = train(TrainConfig("mlm", **common), functions, progress=False)
     assert calls["mask"] == 3 + 1 and calls["mlm"] == 3 + 2  # + held-out masking; + 2 evaluations
-    _, _, log = train("clm", **common)
+    _, _, log = train(TrainConfig("clm", **common), functions, progress=False)
     assert calls["clm"] == 3 + 2
     assert log["tokens_predicted"] == 3 * 4 * 127
 
     from autograder.reference.span_corruption import random_spans_noise_mask, span_corrupt, span_corruption_loss
 
     calls.update(noise=0, corrupt=0, span=0)
-    _, _, log = train("span", **common, noise_fn=counted("noise", random_spans_noise_mask),
-                      corrupt_fn=counted("corrupt", span_corrupt), span_loss_fn=counted("span", span_corruption_loss))
+    span = Functions(noise_fn=counted("noise", random_spans_noise_mask), corrupt_fn=counted("corrupt", span_corrupt),
+                     span_loss_fn=counted("span", span_corruption_loss))
+    _, _, log = train(TrainConfig("span", **common), span, progress=False)
     held_out = log["eval_rows"]
     assert calls["noise"] == calls["corrupt"] == 3 * 4 + held_out  # every training row, each held-out row once
     assert calls["span"] == 3 + 2  # every step; one held-out batch at each of the 2 evaluations
     # 127 tokens a row: 19 dropped in 6 spans, so 19 + 6 + 1 targets.
     assert log["tokens_predicted"] == 3 * 4 * 26
+
+
+def test_a_missing_function_is_named_with_the_fix_before_any_work(tmp_path, repo_root):
+    """Without the grader's references (the student bundle), a run missing a function stops
+    at once and says which to pass; so does the command line, with status 2."""
+    from week6_pretraining.functions import Functions
+    from week6_pretraining.train import TrainConfig, heldout_loss, train
+
+    with pytest.raises(ValueError, match=r"needs mask_fn, mlm_loss_fn: pass your own implementations"):
+        train(TrainConfig("mlm"), Functions())
+    with pytest.raises(ValueError, match=r"needs whole_word_mask_fn"):
+        train(TrainConfig("mlm", whole_word=True), Functions(mask_fn=len, mlm_loss_fn=len))
+    with pytest.raises(ValueError, match=r"needs span_loss_fn"):
+        heldout_loss(None, [], "span")
+    with pytest.raises(ValueError, match="masked-LM"):
+        TrainConfig("clm", whole_word=True)
+    with pytest.raises(ValueError, match="objective must be one of"):
+        TrainConfig("nsp")
+    shown = subprocess.run(
+        [sys.executable, "-c", "from week6_pretraining.train import main; from week6_pretraining.functions import "
+         "Functions; main(['--objective', 'clm', '--out', 'never'], functions=Functions())"],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(repo_root)), capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 2 and "needs clm_loss_fn" in shown.stderr, shown.stderr
+    assert not (tmp_path / "never").exists()
+
+
+def test_the_command_line_trains_with_the_graders_references():
+    """The installed grader offers its references under the entry-point group, whole-word
+    masking included, and the pre-training package imports nothing of the grader."""
+    import ast
+
+    from autograder.reference.masking import mask_tokens
+    from autograder.reference.span_corruption import span_corruption_loss
+    from week6_pretraining import functions
+
+    offered = functions.installed()
+    assert (offered.mask_fn, offered.span_loss_fn) == (mask_tokens, span_corruption_loss)
+    for objective in ("mlm", "clm", "span"):
+        offered.require(objective, whole_word=objective == "mlm")
+    package = Path(functions.__file__).parent
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not any(name.split(".")[0] == "autograder" for name in names), f"{path.name} imports {names}"
 
 
 def test_span_pairs_shift_and_pad_like_t5():

@@ -120,8 +120,10 @@ def test_same_generator_state_same_output(tokenizer, table):
 def test_training_loop_masks_whole_words_and_keeps_the_held_out_masking(monkeypatch):
     """``train(whole_word=True)`` corrupts the training rows with ``whole_word_mask`` and the
     held-out rows with the token-level ``mask_fn``, so held-out losses stay comparable."""
+    from autograder.build.pretraining import reference_functions
     from autograder.reference.masking import mask_tokens
     from week6_pretraining import train as train_module
+    from week6_pretraining.functions import Functions
 
     calls = {"token": 0, "word": 0}
 
@@ -133,12 +135,13 @@ def test_training_loop_masks_whole_words_and_keeps_the_held_out_masking(monkeypa
         calls["word"] += 1
         return whole_word_mask(*args, **kwargs)
 
-    monkeypatch.setattr("autograder.reference.masking.whole_word_mask", word_level)
+    monkeypatch.setattr("autograder.build.pretraining.whole_word_mask", word_level)
     torch.set_num_threads(1)
-    _, _, log = train_module.train("mlm", max_steps=3, batch_size=4, size=train_module.SIZES["tiny"], device="cpu",
-                                   eval_rows=4, progress=False, context_warmup=False, mask_fn=token_level,
-                                   whole_word=True)
+    config = train_module.TrainConfig("mlm", max_steps=3, batch_size=4, size=train_module.SIZES["tiny"], device="cpu",
+                                      eval_rows=4, context_warmup=False, whole_word=True)
+    functions = Functions(**{**reference_functions(), "mask_fn": token_level})
+    _, _, log = train_module.train(config, functions, progress=False)
     assert calls == {"token": 1, "word": 3}, calls  # held-out rows once; every training step
     assert log["whole_word_masking"] is True
     with pytest.raises(ValueError, match="masked-LM"):
-        train_module.train("clm", max_steps=1, whole_word=True)
+        train_module.TrainConfig("clm", max_steps=1, whole_word=True)
