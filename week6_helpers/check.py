@@ -28,6 +28,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from . import cells
+
 STUB_ERROR = "NotImplementedError"
 STUB_LINE = "raise NotImplementedError()"  # nbgrader's code stub in this course
 # A full-mode experiment cell trains for minutes; a cell that runs longer than
@@ -63,11 +65,6 @@ class NotebookResult:
         return all(f.status == "ok" for f in self.findings)
 
 
-def _nbgrader(cell) -> dict:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return meta if isinstance(meta, dict) else {}
-
-
 def _error(cell) -> tuple[str, str] | None:
     """(error name, one-line message) of a code cell's first error output."""
     for output in cell.get("outputs", []):
@@ -79,7 +76,7 @@ def _error(cell) -> tuple[str, str] | None:
 
 def is_stub(cell) -> bool:
     """A solution cell still holding the release's placeholder line (not one that mentions it)."""
-    return bool(_nbgrader(cell).get("solution")) and any(
+    return bool(cells.nbgrader(cell).get("solution")) and any(
         line.strip() == STUB_LINE for line in cell.source.splitlines())
 
 
@@ -91,8 +88,7 @@ def classify(notebook) -> tuple[list[Finding], Finding | None]:
     for index, cell in enumerate(notebook.cells, start=1):
         if cell.cell_type != "code":
             continue
-        meta = _nbgrader(cell)
-        name = str(meta.get("grade_id") or f"cell {index}")
+        meta, name = cells.nbgrader(cell), cells.name(cell, index)
         error = _error(cell)
         # A stub only raises when called, so a cell that calls one is waiting for
         # the student, not failing; a NameError there usually follows from it.

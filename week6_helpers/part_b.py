@@ -41,6 +41,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from . import cells
+
 PART_B_NOTEBOOK = "part_b_bert_gpt.ipynb"
 STUB_ERROR = NotImplementedError
 
@@ -50,30 +52,19 @@ class PartBNotReady(RuntimeError):
 
 
 # ------------------------------------------------------------------------- reading the notebook
-def _nbgrader(cell: dict) -> dict:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return meta if isinstance(meta, dict) else {}
-
-
-def _source(cell: dict) -> str:
-    source = cell.get("source", "")
-    return source if isinstance(source, str) else "".join(source)
-
-
 def _runnable_cells(notebook: dict) -> list[tuple[int, str, str]]:
     """(cell number from 1, name, source) of the setup cells and the cells the student writes in."""
-    cells = []
+    runnable = []
     for number, cell in enumerate(notebook.get("cells", []), start=1):
         if cell.get("cell_type") != "code":
             continue
-        meta = _nbgrader(cell)
-        name = str(meta.get("grade_id") or f"cell {number}")
+        meta, name = cells.nbgrader(cell), cells.name(cell, number)
         is_setup = meta.get("locked") and not meta.get("grade") and not meta.get("solution") \
             and name.startswith("setup")
         is_answer = meta.get("solution") and not meta.get("grade")
         if is_setup or is_answer:
-            cells.append((number, name, _source(cell)))
-    return cells
+            runnable.append((number, name, cells.source(cell)))
+    return runnable
 
 
 def _load_namespace(path: Path) -> tuple[dict, dict[str, str]]:
