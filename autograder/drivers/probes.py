@@ -43,6 +43,20 @@ def forked_rng(device: torch.device | str, seed: int | None) -> Iterator[None]:
         yield
 
 
+def register_driver(name: str, driver: Callable, default: str, *positional: str, key: str = "name") -> None:
+    """Register as probe ``name`` a run of ``driver`` with the student's definition named by
+    ``params[key]`` (default ``default``), then the ``positional`` params in that order, and
+    every other param as a keyword: the hidden test runs the same driver with the reference's."""
+    def probe(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        params = dict(params)
+        definition = student_definition(namespace, params.pop(key, default))
+        return driver(definition, *(params.pop(name) for name in positional), **params)
+
+    probe.__name__ = probe.__qualname__ = name
+    probe.__doc__ = f"``{driver.__name__}`` with the student's ``{default}``."
+    register_probe(name)(probe)
+
+
 # --------------------------------------------------------------------- calls
 @register_probe("seeded_call")
 def seeded_call(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
@@ -183,18 +197,7 @@ def drive_train_epoch(train_epoch: Callable, model: nn.Module, batches: list[dic
     return _guard(catch, run)
 
 
-@register_probe("train_epoch_run")
-def train_epoch_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """``drive_train_epoch`` with the student's ``train_epoch``.
-
-    params: ``model`` (a fixture reference), ``batches`` (list of dicts of
-    tensors: the loader), and the keywords of ``drive_train_epoch``.
-    """
-    params = dict(params)
-    model, batches = params.pop("model"), params.pop("batches")
-    return drive_train_epoch(student_definition(namespace, params.pop("name", "train_epoch")),
-                             model, batches, **params)
-
+register_driver("train_epoch_run", drive_train_epoch, "train_epoch", "model", "batches")
 
 @contextlib.contextmanager
 def recording_labels(model: nn.Module) -> Iterator[list[bool]]:
@@ -236,15 +239,7 @@ def drive_evaluate(evaluate: Callable, model: nn.Module, batches: list[dict[str,
     return _guard(catch, run)
 
 
-@register_probe("evaluate_run")
-def evaluate_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """``drive_evaluate`` with the student's ``evaluate``. params: ``model``
-    (fixture reference), ``batches``, ``start_mode``, ``seed``, ``catch``."""
-    params = dict(params)
-    model, batches = params.pop("model"), params.pop("batches")
-    return drive_evaluate(student_definition(namespace, params.pop("name", "evaluate")),
-                          model, batches, **params)
-
+register_driver("evaluate_run", drive_evaluate, "evaluate", "model", "batches")
 
 def drive_freeze_layers(freeze_layers: Callable, model: nn.Module, calls: list[dict[str, Any]]) -> dict[str, Any]:
     """Apply ``freeze_layers`` once per entry of ``calls``, in order, to one model.
@@ -272,13 +267,7 @@ def drive_freeze_layers(freeze_layers: Callable, model: nn.Module, calls: list[d
     }
 
 
-@register_probe("freeze_layers_run")
-def freeze_layers_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """``drive_freeze_layers`` with the student's ``freeze_layers``. params:
-    ``model`` (fixture reference), ``calls``."""
-    return drive_freeze_layers(student_definition(namespace, params.get("name", "freeze_layers")),
-                               params["model"], params["calls"])
-
+register_driver("freeze_layers_run", drive_freeze_layers, "freeze_layers", "model", "calls")
 
 # -- LoRA
 
@@ -341,14 +330,7 @@ def drive_lora_layer(cls: type, *, in_features: int, out_features: int, r: int, 
     return result
 
 
-@register_probe("lora_layer")
-def lora_layer(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """``drive_lora_layer`` with the student's class (``class_name``, default
-    "LoRALinear"); params are the driver's keywords."""
-    params = dict(params)
-    cls = student_definition(namespace, params.pop("class_name", "LoRALinear"))
-    return drive_lora_layer(cls, **params)
-
+register_driver("lora_layer", drive_lora_layer, "LoRALinear", key="class_name")
 
 def _lora_modules(model: nn.Module) -> dict[str, nn.Module]:
     """Modules that carry LoRA weights, by dotted name (what ``apply_lora`` added)."""
@@ -414,14 +396,7 @@ def drive_apply_lora(apply_lora: Callable, model: nn.Module, *, input_ids: torch
     return _guard(catch, run)
 
 
-@register_probe("apply_lora_run")
-def apply_lora_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """``drive_apply_lora`` with the student's ``apply_lora``. params: ``model``
-    (fixture reference) and the driver's keywords."""
-    params = dict(params)
-    model = params.pop("model")
-    return drive_apply_lora(student_definition(namespace, params.pop("name", "apply_lora")), model, **params)
-
+register_driver("apply_lora_run", drive_apply_lora, "apply_lora", "model")
 
 # -- beyond LoRA: bottleneck adapters and trainable-parameter counts
 ADAPTER_PARTS = ("down.weight", "down.bias", "up.weight", "up.bias")
@@ -504,14 +479,7 @@ def drive_bottleneck_adapter(cls: type, *, hidden_size: int, bottleneck: int, x:
     return result
 
 
-@register_probe("bottleneck_adapter_run")
-def bottleneck_adapter_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """``drive_bottleneck_adapter`` with the student's class (``class_name``, default
-    "BottleneckAdapter"); params are the driver's keywords."""
-    params = dict(params)
-    cls = student_definition(namespace, params.pop("class_name", "BottleneckAdapter"))
-    return drive_bottleneck_adapter(cls, **params)
-
+register_driver("bottleneck_adapter_run", drive_bottleneck_adapter, "BottleneckAdapter", key="class_name")
 
 def _model_state(model: nn.Module) -> dict[str, Any]:
     return {
@@ -558,14 +526,7 @@ def drive_peft_parameter_counts(function: Callable, model: nn.Module, *, kwargs:
     return _guard(catch, run)
 
 
-@register_probe("peft_counts_run")
-def peft_counts_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """``drive_peft_parameter_counts`` with the student's ``peft_parameter_counts``. params:
-    ``model`` (fixture reference), ``kwargs``, ``frozen``, ``catch``."""
-    params = dict(params)
-    function = student_definition(namespace, params.pop("name", "peft_parameter_counts"))
-    return drive_peft_parameter_counts(function, params.pop("model"), **params)
-
+register_driver("peft_counts_run", drive_peft_parameter_counts, "peft_parameter_counts", "model")
 
 # -- exercise 2: balanced subsampling
 @register_probe("subsample_balanced_seeds")
@@ -637,10 +598,4 @@ def drive_truncate_encoder(truncate_encoder: Callable, model: nn.Module, num_lay
     }
 
 
-@register_probe("truncate_encoder_run")
-def truncate_encoder_run(namespace: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """``drive_truncate_encoder`` with the student's ``truncate_encoder``. params:
-    ``model`` (fixture reference), ``num_layers``, ``input_ids``, ``attention_mask``."""
-    params = dict(params)
-    function = student_definition(namespace, params.pop("name", "truncate_encoder"))
-    return drive_truncate_encoder(function, params.pop("model"), params.pop("num_layers"), **params)
+register_driver("truncate_encoder_run", drive_truncate_encoder, "truncate_encoder", "model", "num_layers")
