@@ -4,10 +4,15 @@ The release (``autograder/build/release.py``), the handout and grading map
 (``handouts/build.py``) and the sample submissions
 (``data/sample_submissions/build.py``) compute what their files should hold and
 hand each one to :func:`update`; ``python -m autograder.build.regen`` runs them all. With
-``check=True`` nothing is written: a file that differs is reported and counted.
+``check=True`` nothing is written: a file that differs is reported and counted. The data
+folders' builders, which rebuild from pinned downloads, share :func:`rebuild_command`.
 """
 from __future__ import annotations
 
+import argparse
+import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from ..paths import REPO
@@ -45,3 +50,27 @@ def update(path: Path, new: bytes | None, *, check: bool) -> bool:
         path.write_bytes(new)
         print(f"wrote {shown(path)}")
     return True
+
+
+def rebuild_command(doc: str, folder: Path, names: list[str], build: Callable[[Path], None],
+                    argv: list[str] | None = None) -> int:
+    """The command line of a data folder's builder (``data/corpus/build.py``,
+    ``data/sentiment/build.py``): ``build(folder)`` rewrites its ``names`` in place; with
+    ``--check`` it builds into a temporary folder instead and exits 1 when any of them
+    differs from the shipped file."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="rebuild in a temporary directory and compare with the shipped files")
+    if not parser.parse_args(argv).check:
+        build(folder)
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        build(Path(tmp))
+        bad = [name for name in names
+               if not (folder / name).exists() or (folder / name).read_bytes() != (Path(tmp) / name).read_bytes()]
+    if bad:
+        print(f"MISMATCH in {folder}: {', '.join(bad)} do(es) not match a fresh rebuild.\n"
+              "Run build.py without --check to regenerate, then review the diff.", file=sys.stderr)
+        return 1
+    print(f"OK: the shipped files in {folder} match a fresh rebuild.")
+    return 0

@@ -10,11 +10,9 @@ They are decoded with rserialize.py (pure Python, no R needed).  The other
 files (WordNet's example sentences, three public-domain novels) come from
 more.py.  See README.md.
 """
-import argparse
 import itertools
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 import more
@@ -22,6 +20,8 @@ from debian import deb_data_tar, fetch_deb, sha256
 from rserialize import read_lazyload
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))  # the repository, for its builders' shared command line
+from autograder.build.generated import rebuild_command  # noqa: E402
 
 PACKAGE = "r-cran-janeaustenr"
 VERSION = "1.0.0-1"  # Debian 12 (bookworm)
@@ -115,30 +115,5 @@ def build(out_dir: Path) -> None:
     (out_dir / CHECKSUMS).write_bytes("".join(sums).encode())
 
 
-def check() -> int:
-    with tempfile.TemporaryDirectory() as tmp:
-        build(Path(tmp))
-        bad = [name for name in OUTPUTS + [CHECKSUMS]
-               if not (HERE / name).exists()
-               or (HERE / name).read_bytes() != (Path(tmp) / name).read_bytes()]
-    if bad:
-        print(f"MISMATCH in {HERE}: {', '.join(bad)} do(es) not match a fresh rebuild.\n"
-              "Run build.py without --check to regenerate, then review the diff.",
-              file=sys.stderr)
-        return 1
-    print(f"OK: the shipped files in {HERE} match a fresh rebuild.")
-    return 0
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="rebuild in a temporary directory and compare with the shipped files")
-    if parser.parse_args().check:
-        return check()
-    build(HERE)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(rebuild_command(__doc__, HERE, OUTPUTS + [CHECKSUMS], build))

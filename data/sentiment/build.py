@@ -8,19 +8,19 @@ Source: the sentence-level ratings of Hutto & Gilbert (2014), shipped inside the
 vaderSentiment 3.3.2 source distribution (additional_resources/hutto_ICWSM_2014.tar.gz).
 See README.md for what is built and why.
 """
-import argparse
 import hashlib
 import io
 import json
 import subprocess
 import sys
 import tarfile
-import tempfile
 import unicodedata
 from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))  # the repository, for its builders' shared command line
+from autograder.build.generated import rebuild_command  # noqa: E402
 DOWNLOADS = HERE / "_downloads"  # git-ignored
 
 REQUIREMENT = "vadersentiment==3.3.2"
@@ -164,30 +164,5 @@ def build(out_dir: Path) -> None:
         print(f"{name}: {len(files[name])} rows, {labels[1]} positive, {labels[0]} negative")
 
 
-def check() -> int:
-    with tempfile.TemporaryDirectory() as tmp:
-        build(Path(tmp))
-        bad = [name for name in OUTPUTS + [CHECKSUMS]
-               if not (HERE / name).exists()
-               or (HERE / name).read_bytes() != (Path(tmp) / name).read_bytes()]
-    if bad:
-        print(f"MISMATCH in {HERE}: {', '.join(bad)} do(es) not match a fresh rebuild.\n"
-              "Run build.py without --check to regenerate, then review the diff.",
-              file=sys.stderr)
-        return 1
-    print(f"OK: the shipped files in {HERE} match a fresh rebuild.")
-    return 0
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="rebuild in a temporary directory and compare with the shipped files")
-    if parser.parse_args().check:
-        return check()
-    build(HERE)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(rebuild_command(__doc__, HERE, OUTPUTS + [CHECKSUMS], build))
