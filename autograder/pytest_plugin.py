@@ -1,6 +1,6 @@
 """The hidden suites under pytest: collection, outcomes, and each test's share of the points.
 
-``run_hidden_suite`` runs ``autograder/hidden/test_<stem>.py`` in this (trusted)
+``run_hidden_suite`` runs ``autograder/hidden/<stem>/`` in this (trusted)
 process with the grading session active: every test reaches the student only
 through ``autograder.suite.Student``. :class:`ResultCollector` turns each test's
 outcome into a status, points and a message (:func:`classify`), never showing
@@ -10,6 +10,7 @@ compared against, for the course staff) travels beside the message, never in it.
 """
 from __future__ import annotations
 
+import ast
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,9 +29,30 @@ UNUSED_PLUGINS = ("unraisableexception", "threadexception", "faulthandler", "war
                   "junitxml", "pastebin", "legacypath", "stepwise", "lfplugin", "nfplugin")
 
 
-def suite_path(stem: str) -> Path:
-    """The hidden suite of notebook ``stem`` (it may not exist: a notebook with nothing auto-graded)."""
-    return HIDDEN_DIR / f"test_{stem}.py"
+def suite_dir(stem: str) -> Path:
+    """The folder of notebook ``stem``'s hidden suite (it may not exist: a notebook with nothing
+    auto-graded): a package of test modules, one per section, and the helpers they share."""
+    return HIDDEN_DIR / stem
+
+
+def suite_files(stem: str) -> list[Path]:
+    """The test modules of notebook ``stem``'s hidden suite, in the order they run: the order of
+    their names, numbered after the notebook's sections (a report lists the tests in that order)."""
+    folder = suite_dir(stem)
+    return sorted(folder.glob("test_*.py")) if folder.is_dir() else []
+
+
+def suite_modules(stem: str) -> list[Path]:
+    """Every module of notebook ``stem``'s hidden suite: its test modules and the helpers they share."""
+    folder = suite_dir(stem)
+    return sorted(folder.glob("*.py")) if folder.is_dir() else []
+
+
+def _node_ids(stem: str, tests: Sequence[str]) -> list[str]:
+    """pytest's ids of the test functions ``tests`` of ``stem``'s suite, wherever a section defines them."""
+    where = {node.name: path for path in suite_files(stem) for node in ast.parse(path.read_text()).body
+             if isinstance(node, ast.FunctionDef)}
+    return [f"{where[name]}::{name}" for name in tests]
 
 
 def classify(excinfo) -> tuple[str, str]:
@@ -130,14 +152,14 @@ def run_hidden_suite(stem: str, session, *, device: str, draws: Draws = PUBLIC,
     for the run (the repository's tests watch the suites with them); ``tests``: only
     these test functions, each with its device variants (the repository's tests of one
     item), every test when empty."""
-    suite = suite_path(stem)
-    if not suite.is_file():
+    suite = suite_files(stem)
+    if not suite:
         return []
     collector = ResultCollector()
     args = [
         # --assert=plain and --tb=no: messages come from GradingFailure alone, and no
         # time goes into formatting tracebacks (with tensor dumps) nobody will see.
-        *([f"{suite}::{name}" for name in tests] or [str(suite)]), "-q", "-p", "no:cacheprovider", "--assert=plain", "--tb=no", "--no-header",
+        *(_node_ids(stem, tests) or map(str, suite)), "-q", "-p", "no:cacheprovider", "--assert=plain", "--tb=no", "--no-header",
         "-c", str(HIDDEN_DIR / "pytest.ini"), "--rootdir", str(HIDDEN_DIR), "-o", "console_output_style=classic",
         # Plugins a hidden suite has no use for. unraisableexception and threadexception
         # end the session with full garbage collections, 0.2 s each over torch's and

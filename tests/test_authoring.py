@@ -3,7 +3,7 @@
 In a copy of the repository, ``count_masked`` (the number of True entries of a boolean
 tensor, 2 points in two hidden tests) joins exercise 5 through exactly three hand-edited
 files: the source notebook (a solution cell and a visible-test cell), the reference
-module and the hidden suite. Everything else must follow from them:
+module and the hidden suite's section of the item. Everything else must follow from them:
 
 - ``python -m autograder.build.regen`` brings every derived file up to date (the release, the
   handout's boxes and grading map, the samples and their expected scores), and
@@ -48,11 +48,11 @@ NEW_POINTS = 2
 AFTER = "test_span_corrupt"  # the visible-test cell the two new cells follow
 NOTEBOOK = f"solutions/week6/{STEM}.ipynb"
 REFERENCE = "autograder/reference/span_corruption.py"
-SUITE = f"autograder/hidden/test_{STEM}.py"
+SUITE = f"autograder/hidden/{STEM}/test_{STEM}.py"  # the notebook's one section
 HAND_EDITED = {NOTEBOOK, REFERENCE, SUITE}
 # The two edits that keep the test suite green: the contract, clause by clause, and its stand-ins.
-CLAUSES = f"autograder/reference/clauses/{STEM}.toml"
-VARIANTS = f"tests/grading/variants/{STEM}.py"
+CLAUSES = f"autograder/reference/clauses/{STEM}/{STEM}.toml"
+VARIANTS = f"tests/grading/variants/{STEM}/{STEM}.py"
 # Where regeneration may write, and what it must have rewritten for this function.
 DERIVED_PLACES = ("README.md", "assignments/week6/", "handouts/week6.md", "handouts/week6.html",
                   "handouts/grading_map.md", "data/sample_submissions/")
@@ -118,7 +118,7 @@ rule = "mask: BoolTensor of any shape (an empty one too), on any device."
 test = "test_{NAME}_edge_cases"
 mutant = "{NAME}_at_least_one"
 '''
-# Appended to the notebook's variants module: the mutants the table names, and two correct
+# Appended to the section's variants module: the mutants the table names, and two correct
 # implementations written differently from the reference, added to ALTERNATIVES.
 STAND_INS = f'''
 

@@ -12,7 +12,7 @@ import pytest
 from autograder.course import load_course
 from autograder.notebook import is_setup, is_solution_code, solution_regions
 from autograder.paths import RELEASE, SOURCE
-from autograder.pytest_plugin import suite_path
+from autograder.pytest_plugin import suite_dir, suite_files
 from autograder.suite import graded
 
 DEFAULT_POINTS = inspect.signature(graded).parameters["points"].default
@@ -82,12 +82,12 @@ def test_docs_have_no_placeholder(doc, repo_root):
 def test_hidden_points_add_up_to_cell_points(stem):
     """Each visible-test cell's points equal the sum of its hidden tests' points."""
     cells = COURSE.notebook(stem).test_points
-    suite = suite_path(stem)
+    suite = suite_files(stem)
     if not cells:
         return
-    assert suite.is_file(), f"{stem} has auto-graded cells but no hidden suite {suite.name}"
+    assert suite, f"{stem} has auto-graded cells but no hidden suite in {suite_dir(stem)}"
     hidden: dict[str, float] = {}
-    for node in ast.walk(ast.parse(suite.read_text())):
+    for node in (node for path in suite for node in ast.walk(ast.parse(path.read_text()))):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "graded":
             cell = ast.literal_eval(node.args[0])
             given = [kw.value for kw in node.keywords if kw.arg == "points"] + node.args[1:]

@@ -36,6 +36,7 @@ import pytest
 
 from autograder.nbgrader.feedback_detail import is_staff_only
 from autograder.paths import REPO
+from autograder.pytest_plugin import suite_files
 
 from .browser import (
     JupyterServer,
@@ -284,8 +285,9 @@ CELL = "./ancestor::div[contains(concat(' ', normalize-space(@class), ' '), ' ce
 
 
 def hidden_test_names() -> set[str]:
-    tree = ast.parse((REPO / "autograder" / "hidden" / f"test_{STEM}.py").read_text())
-    return {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
+    trees = [ast.parse(path.read_text()) for path in suite_files(STEM)]
+    return {node.name for tree in trees for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
 
 
 def expected_cell_results(root: Path, *, students_view: bool = False) -> dict[str, dict]:

@@ -142,7 +142,7 @@ def _function_body_lines(path: Path) -> set[str]:
 
 def hidden_names() -> set[str]:
     names = set()
-    for path in sorted((REPO / "autograder" / "hidden").glob("*.py")):
+    for path in sorted((REPO / "autograder" / "hidden").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and len(node.name) >= MIN_NAME:
                 names.add(node.name)
@@ -162,7 +162,7 @@ class Needles:
             "solution": solution_lines("code"),
             "model answer": solution_lines("markdown"),
             "reference": set().union(*(_function_body_lines(p) for p in reference_dir.glob("*.py"))),
-            "hidden test code": set().union(*(_function_body_lines(p) for p in hidden_dir.glob("*.py"))),
+            "hidden test code": set().union(*(_function_body_lines(p) for p in hidden_dir.rglob("*.py"))),
         }
         self.lines = {kind: {n for n in found if n not in release_text} for kind, found in self.lines.items()}
         self.names = {n for n in hidden_names() if not re.search(rf"\b{re.escape(n)}\b", release_text)}
@@ -347,7 +347,7 @@ def test_the_leak_scan_finds_instructor_files(repo_root):
     needles = Needles(notebook_texts(repo_root / RELEASE_DIRECTORY / ASSIGNMENT))
     kinds = {hit.split(":")[0] for hit in needles.found_in(notebook_texts(repo_root / "solutions" / ASSIGNMENT))}
     assert {"solution", "model answer"} <= kinds
-    hidden = text_of(repo_root / "autograder" / "hidden" / "test_part_b_bert_gpt.py")
+    hidden = text_of(repo_root / "autograder" / "hidden" / "part_b_bert_gpt" / "test_2_attention.py")
     assert {"hidden test code", "hidden test name"} <= {hit.split(":")[0] for hit in needles.found_in(hidden)}
     # In feedback the tests' names are shown by design, their code never.
     assert {hit.split(":")[0] for hit in needles.found_in(hidden, feedback=True)} == {"hidden test code",

@@ -65,7 +65,7 @@ def instructor_only_texts() -> dict[str, list[str]]:
 
 def hidden_test_names() -> set[str]:
     names = set()
-    for module in (REPO / "autograder" / "hidden").glob("test_*.py"):
+    for module in (REPO / "autograder" / "hidden").rglob("test_*.py"):
         for node in ast.walk(ast.parse(module.read_text())):
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
                 names.add(node.name)

@@ -8,7 +8,7 @@ mechanically, by cue words (:data:`CUES`), in the docstrings of the instructor's
 cell: the function's or class's own docstring and those of its methods.
 
 Each cue found must lie inside a quotation of the docstring held by a clause of the
-item's table (``autograder/reference/clauses/<stem>.toml``): ``rule`` (one string or a
+item's table (``autograder/reference/clauses/<stem>/<section>.toml``): ``rule`` (one string or a
 list of strings, the docstring's words, verbatim up to whitespace) on a clause with a
 hidden test and a mutant, or with a forbidden-shortcut rule; or ``stated`` on a tolerated
 clause. So a rule that no clause claims, like a new sentence added to a docstring, fails

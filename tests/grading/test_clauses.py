@@ -1,8 +1,9 @@
 """Every graded item's contract as a table of clauses, each clause with the hidden test that
 checks it and a mutant that breaks it, or the reason it is deliberately not enforced.
 
-The tables are instructor-only, beside the references: ``autograder/reference/clauses/<stem>.toml``,
-one array of tables per graded name of the notebook (the function, class or answer constant that
+The tables are instructor-only, beside the references: ``autograder/reference/clauses/<stem>/``,
+one file per section of the notebook (``<section>.toml``, the sections of its hidden suite), with
+one array of tables per graded name of the section (the function, class or answer constant that
 a solution cell defines), one entry per clause:
 
 ``id``
@@ -11,7 +12,7 @@ a solution cell defines), one entry per clause:
     the clause in one line: a shape, dtype or device, an edge or error case, the randomness,
     inputs left unmodified, a forbidden call, an answer of an answer key.
 ``test``
-    the hidden test (a function of ``autograder/hidden/test_<stem>.py``) that checks the clause;
+    the hidden test (a function of ``autograder/hidden/<stem>/``) that checks the clause;
     it must score the item's cell.
 
 optionally
@@ -25,7 +26,7 @@ optionally
 and exactly one of:
 
 ``mutant``
-    a name in ``tests/grading/variants/<stem>.py``: the reference, wrong in this clause only.
+    a name in ``tests/grading/variants/<stem>/``: the reference, wrong in this clause only.
     Graded in place of the item, it must fail ``test`` and so lose points on the item's cell.
     With ``device = "cuda"`` only a GPU tells it apart (a result left on the CPU), so it is
     graded where a GPU is visible, and counted as unverified elsewhere.
@@ -60,7 +61,7 @@ import torch
 
 from autograder.draws import PUBLIC, Draws
 from autograder.forbidden import RULES
-from autograder.pytest_plugin import run_hidden_suite, suite_path
+from autograder.pytest_plugin import run_hidden_suite, suite_files
 from tests.grading import docstring_rules, variants
 from tests.grading.inprocess import (
     GRADER_BUG,
@@ -87,11 +88,26 @@ def _grading_environment():
 
 
 # --------------------------------------------------------------------------- the tables
+def table_files(stem: str) -> list[Path]:
+    """The section tables of ``stem`` (none when the notebook has no table)."""
+    return sorted((TABLES / stem).glob("*.toml"))
+
+
 @cache
 def table(stem: str) -> dict[str, list[dict]]:
-    """graded name -> its clauses ({} when the notebook has no table)."""
-    path = TABLES / f"{stem}.toml"
-    return tomllib.loads(path.read_text()) if path.is_file() else {}
+    """graded name -> its clauses, from every section table of ``stem`` ({} when it has none)."""
+    clauses: dict[str, list[dict]] = {}
+    for path in table_files(stem):
+        section = tomllib.loads(path.read_text())
+        twice = sorted(clauses.keys() & section.keys())
+        assert not twice, f"{path.relative_to(REPO)}: {twice} have clauses in another section's table too"
+        clauses.update(section)
+    return clauses
+
+
+def table_file(stem: str, name: str) -> Path:
+    """The section table that holds ``name``'s clauses (the notebook's folder of tables when none does)."""
+    return next((path for path in table_files(stem) if name in tomllib.loads(path.read_text())), TABLES / stem)
 
 
 def graded_names(stem: str) -> dict[str, str]:
@@ -108,7 +124,7 @@ def grade_ids(stem: str) -> dict[str, str]:
 def hidden_tests(stem: str) -> dict[str, str]:
     """Each test function of the hidden suite of ``stem`` -> the cell its ``@graded`` marks it for."""
     tests = {}
-    for node in ast.parse(suite_path(stem).read_text()).body:
+    for node in (node for path in suite_files(stem) for node in ast.parse(path.read_text()).body):
         for decorator in getattr(node, "decorator_list", []):
             if (isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "graded"
                     and decorator.args and isinstance(decorator.args[0], ast.Constant)):
@@ -146,7 +162,7 @@ def _normalised(text: str) -> str:
 @pytest.mark.parametrize("stem", STEMS)
 def test_every_graded_item_has_a_clause_table(stem):
     names, tabled = set(graded_names(stem)), set(table(stem))
-    assert not names - tabled, f"autograder/reference/clauses/{stem}.toml has no clauses for {sorted(names - tabled)}"
+    assert not names - tabled, f"autograder/reference/clauses/{stem}/ has no clauses for {sorted(names - tabled)}"
     assert not tabled - names, f"clauses for names no solution cell of {stem} grades: {sorted(tabled - names)}"
     for name in names:
         assert table(stem)[name], f"{stem}: {name} has an empty clause table"
@@ -179,7 +195,7 @@ def test_every_clause_names_its_test_and_a_mutant_or_a_reason(stem):
                 for path in clause["checked_by"]:
                     assert (REPO / path).is_file(), f"{where}: {path} does not exist"
                 continue
-            assert clause.get("test") in tests, f"{where}: {clause.get('test')!r} is no test of test_{stem}.py"
+            assert clause.get("test") in tests, f"{where}: {clause.get('test')!r} is no test of autograder/hidden/{stem}/"
             assert tests[clause["test"]] == cells[name], (
                 f"{where}: {clause['test']} scores {tests[clause['test']]}, not {cells[name]}")
             if kinds == ["mutant"]:

@@ -4,7 +4,7 @@ The docstrings are read from the instructor's solution cells through the course 
 (``load_course()``); the rules in them are found by their wording
 (``tests/grading/docstring_rules.py``: errors raised, inputs not modified, calls or routes
 not allowed, edge cases) and each must lie inside the docstring words that a clause of
-``autograder/reference/clauses/<stem>.toml`` quotes: ``rule`` on a clause with a hidden
+``autograder/reference/clauses/<stem>/`` quotes: ``rule`` on a clause with a hidden
 test and a mutant (or a forbidden-shortcut rule), ``stated`` on a tolerated clause.
 ``test_clauses.py`` checks that those clauses have their test and that their mutants lose
 points; this module checks that no stated rule is left without one.
@@ -15,7 +15,7 @@ import pytest
 
 from tests.grading import docstring_rules
 from tests.grading.docstring_rules import Rule, normalised, quotes, rules, spans, unclaimed
-from tests.grading.test_clauses import TABLES, table
+from tests.grading.test_clauses import REPO, table, table_file
 from tests.grading.test_suites import COURSE, STEMS
 
 
@@ -28,7 +28,7 @@ def contracts(stem: str) -> dict[str, str]:
 def _problem(stem: str, name: str, rule: Rule) -> str:
     return (f"{stem}: {name} states a rule ({rule.kind}: {rule.cue!r}) that no clause quotes:\n"
             f"    {rule.sentence}\n"
-            f"  fix: in {TABLES.relative_to(TABLES.parents[2]) / f'{stem}.toml'}, quote these words as `rule` "
+            f"  fix: in {table_file(stem, name).relative_to(REPO)}, quote these words as `rule` "
             f"on the clause of {name} that grades them (its hidden test checks the rule and its mutant breaks "
             "it), add such a clause, or, if the rule is deliberately not graded, a tolerated clause whose "
             "`stated` quotes the docstring's words that say so")
@@ -93,7 +93,7 @@ def test_a_rule_no_clause_quotes_is_reported_with_its_sentence_and_the_fix():
     assert (left.kind, left.cue, left.sentence) == ("edge case", "k > V", "k > V keeps everything.")
     message = _problem("part_b_bert_gpt", "sample_next_token", left)
     assert "sample_next_token" in message and "k > V keeps everything." in message
-    assert "autograder/reference/clauses/part_b_bert_gpt.toml" in message and "`rule`" in message
+    assert "autograder/reference/clauses/part_b_bert_gpt/decoding.toml" in message and "`rule`" in message
     assert not unclaimed(text, clauses + [{"id": "beyond", "rule": "k > V keeps everything."}])
     # a quotation covers a rule only where it stands: quoting the same words elsewhere is no claim
     assert unclaimed(text + " k > V", clauses + [{"id": "beyond", "rule": "k > V keeps everything."}])

@@ -46,7 +46,7 @@ from autograder.drivers import probes
 from autograder.nbgrader.feedback_detail import STAFF_ONLY, RemoveStaffDetail, is_staff_only, without_staff_detail
 from autograder.nbgrader.plugin import cell_outputs
 from autograder.paths import REPO
-from autograder.pytest_plugin import HIDDEN_DIR, run_hidden_suite
+from autograder.pytest_plugin import HIDDEN_DIR, run_hidden_suite, suite_files, suite_modules
 from autograder.report import TestResult
 from autograder.suite import GradingFailure
 from tests.grading import variants
@@ -270,7 +270,7 @@ def graded_messages(stem: str, namespace: dict[str, Any], watch: Watch, tests: l
 
 def problems_of(stem: str, results: list[TestResult], watch: Watch) -> list[str]:
     problems = [f"a test crashed:\n{failures(results)}"] if any(GRADER_BUG in r.message for r in results) else []
-    written = (HIDDEN_DIR / f"test_{stem}.py").read_text()
+    written = "\n".join(path.read_text() for path in suite_modules(stem))
     for result in results:
         failure = watch.failures.get(result.test)
         if result.status != "failed" or not isinstance(failure, GradingFailure) or failure.public:
@@ -321,7 +321,8 @@ def test_the_check_finds_the_leak_of_a_largest_difference():
 
     watch = Watch()
     graded_messages(stem, student_namespace(stem), watch)  # imports the suite's module
-    suite = next(m for m in sys.modules.values() if str(getattr(m, "__file__", "")) == str(HIDDEN_DIR / f"test_{stem}.py"))
+    [path] = suite_files(stem)
+    suite = next(m for m in sys.modules.values() if str(getattr(m, "__file__", "")) == str(path))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(suite, "expect_close", old_expect_close)
         watch = Watch()

@@ -25,6 +25,7 @@ from autograder.nbgrader.feedback_math import latex_to_mathml
 from autograder.nbgrader.plugin import cell_outputs
 from autograder.notebook import SOLUTION_REGION, solution_regions
 from autograder.paths import REPO, venv_env
+from autograder.pytest_plugin import suite_modules
 from autograder.report import TestResult
 
 SAMPLES = REPO / "data" / "sample_submissions"
@@ -279,7 +280,7 @@ def test_autograde_reports_only_real_changes_of_locked_cells(course):
 def test_autograded_test_cells_show_points_and_why_points_were_lost(course, repo_root):
     root, _ = course
     notebook = autograded(root, "carol_half_correct")
-    hidden_code = HIDDEN_REGION.sub("", (repo_root / "autograder" / "hidden" / f"test_{STEM}.py").read_text())
+    hidden_code = HIDDEN_REGION.sub("", "\n".join(path.read_text() for path in suite_modules(STEM)))
     hidden_lines = [line.strip() for line in hidden_code.splitlines() if len(line.strip()) > 30
                     and not line.strip().startswith(("#", '"', "'", "@", "def ", "from ", "import "))]
     for cell in notebook.cells:

@@ -5,7 +5,7 @@ For each notebook of the course model (autograder/course.py) with auto-graded po
 * the reference implementations earn every point, and the points of each grade
   cell add up to the cell's points;
 * correct solutions written differently from the reference (``ALTERNATIVES`` of
-  tests/grading/variants/<stem>.py) earn every point;
+  tests/grading/variants/<stem>/) earn every point;
 * deliberately wrong solutions (``MUTANTS``) lose points on the cells they belong
   to, and only there, and crash no test;
 * every graded function and class that still raises NotImplementedError scores
@@ -97,7 +97,7 @@ def test_each_solution_cell_defines_the_names_its_tests_grade(stem):
 def test_variants_exist_and_name_student_definitions(stem):
     """A typo in a variant's name would test nothing: the reference would stand in for it."""
     module = variants.of(stem)
-    assert module is not None, f"tests/grading/variants/{stem}.py is missing: every auto-graded notebook needs one"
+    assert module is not None, f"tests/grading/variants/{stem}/ is missing: every auto-graded notebook needs one"
     names = student_names(COURSE.notebook(stem))
     for table in ("MUTANTS", "ALTERNATIVES"):
         assert hasattr(module, table), f"{module.__name__} has no {table} (a list of rounds, possibly empty)"

@@ -136,7 +136,7 @@ ALTERNATIVES: list[dict[str, object]] = [
 
 
 # ---------------------------------------------------------------- wrong in one clause each
-# Named by the clause tables (autograder/reference/clauses/exercise3_classification_as_generation.toml).
+# Named by the clause tables (autograder/reference/clauses/exercise3_classification_as_generation/).
 def build_prompt_blank_line_without_instruction(review, examples=(), *, instruction=exercises.INSTRUCTION):
     prompt = exercises.build_prompt(review, examples, instruction=instruction)
     return prompt if instruction else "\n\n" + prompt

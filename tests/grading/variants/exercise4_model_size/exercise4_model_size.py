@@ -109,7 +109,7 @@ ALTERNATIVES: list[dict[str, object]] = [
 
 
 # ---------------------------------------------------------------- wrong in one clause each
-# Named by the clause tables (autograder/reference/clauses/exercise4_model_size.toml).
+# Named by the clause tables (autograder/reference/clauses/exercise4_model_size/).
 def truncate_returns_the_encoder(model, num_layers):
     return exercises.truncate_encoder(model, num_layers).base_model
 

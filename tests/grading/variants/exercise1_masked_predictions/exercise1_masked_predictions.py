@@ -90,7 +90,7 @@ ALTERNATIVES: list[dict[str, object]] = [
 
 
 # ---------------------------------------------------------------- wrong in one clause each
-# Named by the clause tables (autograder/reference/clauses/exercise1_masked_predictions.toml).
+# Named by the clause tables (autograder/reference/clauses/exercise1_masked_predictions/).
 def top_k_one_sequence_without_batch_dim(logits, input_ids, mask_token_id, k=5):
     if logits.dim() != 2 or input_ids.dim() != 1:
         raise ValueError("expected logits [T, V] and input_ids [T]")

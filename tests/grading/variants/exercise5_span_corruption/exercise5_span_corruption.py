@@ -73,7 +73,7 @@ ALTERNATIVES: list[dict[str, object]] = [
 
 
 # ---------------------------------------------------------------- wrong in one clause each
-# Named by the clause tables (autograder/reference/clauses/exercise5_span_corruption.toml).
+# Named by the clause tables (autograder/reference/clauses/exercise5_span_corruption/).
 def _mask_from_counts(num_noise, num_kept, num_spans, generator, device, *, noise_first=False):
     noise = span_corruption._random_segmentation(num_noise, num_spans, generator, device)
     kept = span_corruption._random_segmentation(num_kept, num_spans, generator, device)

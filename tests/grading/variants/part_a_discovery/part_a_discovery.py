@@ -52,7 +52,7 @@ ALTERNATIVES: list[dict[str, object]] = [
 
 
 # ---------------------------------------------------------------- wrong in one clause each
-# Named by the clause tables (autograder/reference/clauses/part_a_discovery.toml).
+# Named by the clause tables (autograder/reference/clauses/part_a_discovery/).
 def _on_cpu(function):
     """``function`` with its tensors moved to the CPU: wrong only where the result must stay on a GPU."""
     def moved(*args, **kwargs):

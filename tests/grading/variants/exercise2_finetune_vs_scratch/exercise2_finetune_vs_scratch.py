@@ -80,7 +80,7 @@ ALTERNATIVES: list[dict[str, object]] = [
 
 
 # ---------------------------------------------------------------- wrong in one clause each
-# Named by the clause tables (autograder/reference/clauses/exercise2_finetune_vs_scratch.toml).
+# Named by the clause tables (autograder/reference/clauses/exercise2_finetune_vs_scratch/).
 def _draw(labels, quota, seed):
     generator = torch.Generator().manual_seed(seed)
     chosen = [torch.nonzero(labels == c).flatten()[torch.randperm(int((labels == c).sum()), generator=generator)[:k]]

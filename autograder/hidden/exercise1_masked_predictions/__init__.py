@@ -1,0 +1,1 @@
+"""The hidden suite of exercise1_masked_predictions.ipynb, in one section."""

@@ -1,0 +1,1 @@
+"""The hidden suite of exercise2_finetune_vs_scratch.ipynb, in one section."""

@@ -1,0 +1,1 @@
+"""The hidden suite of exercise4_model_size.ipynb, in one section."""

@@ -1,0 +1,1 @@
+"""The hidden suite of exercise5_span_corruption.ipynb, in one section."""
