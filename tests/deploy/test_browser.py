@@ -37,11 +37,11 @@ import pytest
 from autograder.nbgrader.feedback_detail import is_staff_only
 from autograder.paths import REPO
 
-from .browser import (
+from .browser import (  # noqa: F401  (browser_ready and driver: the module's fixtures)
     JupyterServer,
-    chrome,
+    browser_ready,
+    driver,
     evidence,
-    missing_browser,
     screenshot,
     scroll_into_view,
     text_of,
@@ -60,20 +60,6 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFL
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module", autouse=True)
-def browser_ready():
-    """Skip before building anything when there is no browser to drive."""
-    why = missing_browser()
-    if why:
-        pytest.skip(why)
-
-
-@pytest.fixture
-def driver(browser_ready):
-    with chrome() as browser:
-        yield browser
 
 
 def squash(text: str) -> str:

@@ -48,7 +48,17 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
-from .browser import JupyterServer, chrome, evidence, missing_browser, network_quiet, screenshot, text_of, until, wait
+from .browser import (  # noqa: F401  (browser_ready and driver: the module's fixtures)
+    JupyterServer,
+    browser_ready,
+    driver,
+    evidence,
+    network_quiet,
+    screenshot,
+    text_of,
+    until,
+    wait,
+)
 from .test_browser import ASSIGNMENT, COURSE_CONFIG, OFFLINE, STEM, gradebook, run_nbgrader
 
 pytestmark = pytest.mark.slow
@@ -187,19 +197,6 @@ def victim_notebook(release: Path):
 
 
 # -- the course ----------------------------------------------------------------------------
-
-@pytest.fixture(scope="module", autouse=True)
-def browser_ready():
-    why = missing_browser()
-    if why:
-        pytest.skip(why)
-
-
-@pytest.fixture
-def driver(browser_ready):
-    with chrome() as browser:
-        yield browser
-
 
 def grade_snapshot(root: Path) -> dict:
     """Every grade and comment of the class, as the gradebook holds them."""
