@@ -32,7 +32,8 @@ from autograder.grade_history import write_report
 from autograder.paths import REPO
 from autograder.report import Report, TestResult
 
-from .browser import browser_ready, driver, evidence, screenshot  # noqa: F401  (the module's fixtures)
+from .browser import evidence, screenshot
+from .browser import browser_ready, driver  # noqa: F401  (the module's fixtures)
 
 pytestmark = pytest.mark.slow
 
