@@ -64,6 +64,7 @@ sys.path.insert(0, str(REPO))
 from autograder.analytics import similarity  # noqa: E402
 from autograder.analytics.sources import record  # noqa: E402
 from autograder.course import load_course  # noqa: E402
+from autograder.files import write_json_atomically  # noqa: E402
 from autograder.grade_history import write_report  # noqa: E402
 from autograder.paths import RELEASE  # noqa: E402
 from autograder.report import Report, TestResult
@@ -319,9 +320,7 @@ def main() -> int:
     out["c_pairs_one_item"] = pair_scaling(args.pair_sizes)
     out["uptime_after"] = uptime()
     print(out["uptime_after"])
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {args.results}")
+    print(f"wrote {write_json_atomically(args.results.parent, args.results.stem, out)}")
     return 0
 
 

@@ -85,6 +85,7 @@ FULL = REPO / "data" / "sample_submissions" / "alice_full_solution" / "week6"
 RESULTS = REPO / "benchmarks" / "results" / "grading_speed.json"
 sys.path.insert(0, str(REPO))
 from autograder.course import load_course  # noqa: E402  (the course model: its points, not a copy)
+from autograder.files import write_json_atomically  # noqa: E402
 
 AUTO_POINTS = sum(notebook.auto_points for notebook in load_course().notebooks)  # the eight notebooks together
 NOTEBOOKS = 8
@@ -750,9 +751,8 @@ def main(argv: list[str] | None = None) -> int:
     results["worker_peak_rss"] = (f"sampled with psutil every {SAMPLE_EVERY_S:g} s (the largest process "
                                   f"running a module of {SANDBOX_MODULES}*): a lower bound of the true peak")
     print_results(results)
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\n{results['benchmark_s']:.0f} s in all; written to {args.results}")
+    written = write_json_atomically(args.results.parent, args.results.stem, results)
+    print(f"\n{results['benchmark_s']:.0f} s in all; written to {written}")
     return 0
 
 

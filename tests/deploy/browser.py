@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from autograder.paths import REPO
 
 DOCS_SCREENSHOTS = REPO / "docs" / "screenshots"
@@ -85,6 +87,23 @@ def chrome(window: tuple[int, int] = WINDOW) -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+# The browser test modules import these two fixtures: autouse, ``browser_ready`` skips
+# the importing module before any of its own fixtures builds a course or a bundle.
+@pytest.fixture(scope="module", autouse=True)
+def browser_ready():
+    """Skip before building anything when there is no browser to drive."""
+    why = missing_browser()
+    if why:
+        pytest.skip(why)
+
+
+@pytest.fixture
+def driver(browser_ready):
+    """A headless Chromium for one test."""
+    with chrome() as browser:
+        yield browser
 
 
 def wait(driver: Any, seconds: float, poll: float = 0.25):

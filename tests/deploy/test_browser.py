@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -38,17 +39,8 @@ from autograder.nbgrader.feedback_detail import is_staff_only
 from autograder.paths import REPO
 from autograder.pytest_plugin import suite_files
 
-from .browser import (
-    JupyterServer,
-    chrome,
-    evidence,
-    missing_browser,
-    screenshot,
-    scroll_into_view,
-    text_of,
-    until,
-    wait,
-)
+from .browser import JupyterServer, evidence, screenshot, scroll_into_view, text_of, until, wait
+from .browser import browser_ready, driver  # noqa: F401  (the module's fixtures)
 
 SAMPLES = REPO / "data" / "sample_submissions"
 ASSIGNMENT = "week6"
@@ -61,20 +53,6 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFL
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module", autouse=True)
-def browser_ready():
-    """Skip before building anything when there is no browser to drive."""
-    why = missing_browser()
-    if why:
-        pytest.skip(why)
-
-
-@pytest.fixture
-def driver(browser_ready):
-    with chrome() as browser:
-        yield browser
 
 
 def squash(text: str) -> str:
@@ -237,19 +215,24 @@ def run_nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
     return result
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory, repo_root):
-    """A course folder graded by ``nbgrader autograde``: carol (half correct) and alice, one notebook each.
+def released_course(root: Path, repo_root: Path) -> Path:
+    """The course folder ``root`` with the assignment generated from the repository's solutions.
 
     Set up as a TA would: nbgrader runs in the course folder, whose
     ``nbgrader_config.py`` loads the repository's and points at this folder.
     """
-    root = tmp_path_factory.mktemp("course")
     (root / "nbgrader_config.py").write_text(COURSE_CONFIG.format(
         config=str(repo_root / "nbgrader_config.py"), root=str(root), db_url=f"sqlite:///{root / 'gradebook.db'}"))
     shutil.copytree(repo_root / "solutions" / ASSIGNMENT, root / "solutions" / ASSIGNMENT,
                     ignore=shutil.ignore_patterns("__pycache__"))
     run_nbgrader(root, "generate_assignment", ASSIGNMENT, "--force")
+    return root
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory, repo_root):
+    """A course folder graded by ``nbgrader autograde``: carol (half correct) and alice, one notebook each."""
+    root = released_course(tmp_path_factory.mktemp("course"), repo_root)
     for student in (HALF, FULL):
         target = root / "submitted" / student / ASSIGNMENT
         target.mkdir(parents=True)
@@ -264,13 +247,12 @@ def gradebook(root: Path):
     return Gradebook(f"sqlite:///{root / 'gradebook.db'}", "nlp-week6")
 
 
-@pytest.fixture(scope="module")
-def formgrader(course, tmp_path_factory):
+def formgrader_on(course: Path, home: Path) -> Iterator[JupyterServer]:
     """``jupyter server`` in the course folder (the repository's environment, where nbgrader's
-    server extensions are enabled): the formgrader on this course."""
+    server extensions are enabled), for a TA whose home is ``home``: the formgrader on that
+    course, stopped when the generator is closed."""
     from autograder.paths import venv_env
 
-    home = tmp_path_factory.mktemp("ta-home")
     env = {**venv_env(), **OFFLINE, "HOME": str(home)}
     server = JupyterServer([sys.executable, "-m", "jupyter_server", f"--ServerApp.root_dir={course}",
                             "--allow-root"], cwd=course, env=env, log=home / "formgrader.log")
@@ -278,6 +260,12 @@ def formgrader(course, tmp_path_factory):
         yield server.wait_until_ready()
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def formgrader(course, tmp_path_factory):
+    """The formgrader on this module's course."""
+    yield from formgrader_on(course, tmp_path_factory.mktemp("ta-home"))
 
 
 # The notebook cell (input and outputs) around an element of nbconvert's classic HTML.

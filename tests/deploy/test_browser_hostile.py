@@ -41,15 +41,15 @@ import base64
 import io
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
-from .browser import JupyterServer, chrome, evidence, missing_browser, network_quiet, screenshot, text_of, until, wait
-from .test_browser import ASSIGNMENT, COURSE_CONFIG, OFFLINE, STEM, gradebook, run_nbgrader
+from .browser import evidence, network_quiet, screenshot, text_of, until, wait
+from .browser import browser_ready, driver  # noqa: F401  (the module's fixtures)
+from .test_browser import ASSIGNMENT, STEM, formgrader_on, gradebook, released_course, run_nbgrader
 
 pytestmark = pytest.mark.slow
 
@@ -188,19 +188,6 @@ def victim_notebook(release: Path):
 
 # -- the course ----------------------------------------------------------------------------
 
-@pytest.fixture(scope="module", autouse=True)
-def browser_ready():
-    why = missing_browser()
-    if why:
-        pytest.skip(why)
-
-
-@pytest.fixture
-def driver(browser_ready):
-    with chrome() as browser:
-        yield browser
-
-
 def grade_snapshot(root: Path) -> dict:
     """Every grade and comment of the class, as the gradebook holds them."""
     from nbgrader.api import Comment, Grade
@@ -220,12 +207,7 @@ def files_of(root: Path) -> set[str]:
 def course(tmp_path_factory, repo_root):
     """A course where Victor (graded by hand already), Mallory and the student whose id is
     HTML have submitted ``part_b_bert_gpt``; autograded by nbgrader through the sandbox."""
-    root = tmp_path_factory.mktemp("hostile-course")
-    (root / "nbgrader_config.py").write_text(COURSE_CONFIG.format(
-        config=str(repo_root / "nbgrader_config.py"), root=str(root), db_url=f"sqlite:///{root / 'gradebook.db'}"))
-    shutil.copytree(repo_root / "solutions" / ASSIGNMENT, root / "solutions" / ASSIGNMENT,
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    run_nbgrader(root, "generate_assignment", ASSIGNMENT, "--force")
+    root = released_course(tmp_path_factory.mktemp("hostile-course"), repo_root)
     release = root / "assignments" / ASSIGNMENT / f"{STEM}.ipynb"  # the course's release folder
     for student, notebook in ((VICTIM, victim_notebook(release)), (ATTACKER, hostile_notebook(release))):
         target = root / "submitted" / student / ASSIGNMENT
@@ -259,16 +241,8 @@ def course(tmp_path_factory, repo_root):
 
 @pytest.fixture(scope="module")
 def formgrader(course, tmp_path_factory):
-    from autograder.paths import venv_env
-
-    home = tmp_path_factory.mktemp("ta-home")
-    env = {**venv_env(), **OFFLINE, "HOME": str(home)}
-    server = JupyterServer([sys.executable, "-m", "jupyter_server", f"--ServerApp.root_dir={course}",
-                            "--allow-root"], cwd=course, env=env, log=home / "formgrader.log")
-    try:
-        yield server.wait_until_ready()
-    finally:
-        server.stop()
+    """The formgrader on this module's course."""
+    yield from formgrader_on(course, tmp_path_factory.mktemp("ta-home"))
 
 
 # -- what the tests check on every page ----------------------------------------------------

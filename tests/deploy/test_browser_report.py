@@ -32,7 +32,8 @@ from autograder.grade_history import write_report
 from autograder.paths import REPO
 from autograder.report import Report, TestResult
 
-from .browser import chrome, evidence, missing_browser, screenshot
+from .browser import evidence, screenshot
+from .browser import browser_ready, driver  # noqa: F401  (the module's fixtures)
 
 pytestmark = pytest.mark.slow
 
@@ -49,19 +50,6 @@ PAYLOADS = [
 HOSTILE = " ".join(PAYLOADS)
 # A student id that is HTML: a folder name may hold anything but "/" (payload 2 has none).
 HTML_ID = PAYLOADS[1]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def browser_ready():
-    why = missing_browser()
-    if why:
-        pytest.skip(why)
-
-
-@pytest.fixture
-def driver(browser_ready):
-    with chrome() as browser:
-        yield browser
 
 
 def markers(driver) -> list[int]:

@@ -21,6 +21,7 @@ from autograder.sandbox import worker as worker_module
 from autograder.sandbox.errors import WorkerTimeout
 from autograder.sandbox.limits import GiB, MiB, ResourceLimits
 from autograder.session import GradingSession
+from tests.grading.stand_in_worker import StandInWorker
 
 TIMEOUTS = ("timeout_notebook", "timeout_cell", "timeout_call", "timeout_hung_call", "timeout_worker_start")
 GPU_NODES = ["/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm"]
@@ -144,34 +145,25 @@ def test_the_cli_exits_3_on_a_bad_value_and_grades_nothing(tmp_path, args):
     assert not out.exists()
 
 
-class RecordingWorker:
-    """Stands in for ``autograder.sandbox.worker.Worker``: records what the session gives it."""
+class RecordingWorker(StandInWorker):
+    """Records the timeouts of the cells and calls the session sends; hangs on a call when told."""
 
     sandbox = "bwrap"
-    forked = False
 
     def __init__(self, **kwargs):
-        self.kwargs = kwargs
+        super().__init__(**kwargs)
         self.timeouts: list[tuple[str, float]] = []
         self.hang = False
 
     def exec_cell(self, source, *, cell_id, timeout):
         self.timeouts.append(("cell", timeout))
-        from autograder.sandbox.worker import CellResult
-
-        return CellResult(cell_id, True)
+        return super().exec_cell(source, cell_id=cell_id, timeout=timeout)
 
     def call(self, name, *args, timeout, **kwargs):
         self.timeouts.append(("call", timeout))
         if self.hang:
             raise WorkerTimeout("hung")
-        return 1
-
-    def restart(self):
-        return []
-
-    def close(self):
-        pass
+        return super().call(name, *args, timeout=timeout, **kwargs)
 
 
 def test_the_session_takes_its_timeouts_limits_and_paths_from_the_config(monkeypatch):

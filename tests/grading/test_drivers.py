@@ -25,6 +25,7 @@ from autograder.plan import Cell, GradingPlan
 from autograder.sandbox import worker as worker_module
 from autograder.sandbox.fixtures import available_fixtures, fixture, fixture_imports, fixture_names
 from autograder.session import GradingSession
+from tests.grading.stand_in_worker import StandInWorker
 
 # A fixture's parameters where its defaults do not build it.
 PARAMS = {"bigram_lm": {"log_probs": torch.zeros(4, 4).log_softmax(-1).tolist()}}
@@ -68,20 +69,12 @@ def test_fixture_names_are_found_at_any_depth():
     assert fixture_imports(["decoder_lm"]) == ["transformers.models.llama.modeling_llama"]
 
 
-class WarmingWorker:
-    """Stands in for ``Worker``: records the probes and calls the session sends."""
-
-    sandbox = "degraded"
-    forked = False  # a cold worker: it imported only the preloads
+class WarmingWorker(StandInWorker):
+    """Records the probes and calls the session sends."""
 
     def __init__(self, **kwargs):
-        self.kwargs = kwargs
+        super().__init__(**kwargs)
         self.requests: list[tuple[str, object, float]] = []
-
-    def exec_cell(self, source, *, cell_id, timeout):
-        from autograder.sandbox.worker import CellResult
-
-        return CellResult(cell_id, True)
 
     def probe(self, name, params, *, timeout):
         self.requests.append(("probe", name, timeout))
@@ -89,13 +82,7 @@ class WarmingWorker:
 
     def call(self, name, *args, timeout, **kwargs):
         self.requests.append(("call", name, timeout))
-        return 1
-
-    def restart(self):
-        return []
-
-    def close(self):
-        pass
+        return super().call(name, *args, timeout=timeout, **kwargs)
 
 
 def test_the_session_imports_a_fixtures_modules_once_per_worker_before_the_call(monkeypatch):

@@ -61,12 +61,17 @@ def released_cell(grade_id: str):
     return copy.deepcopy(cell_named(nbformat.read(RELEASE, as_version=4), grade_id))
 
 
-# ---------------------------------------------------------------- the hostile notebooks
-def duplicated_test_cell():
+def with_cell_twice(grade_id: str):
+    """Alice's notebook with the cell ``grade_id`` copied right below itself."""
     notebook = alice()
-    at = cell_index(notebook, "test_sequence_logprob")
+    at = cell_index(notebook, grade_id)
     notebook.cells.insert(at + 1, copy.deepcopy(notebook.cells[at]))
     return notebook
+
+
+# ---------------------------------------------------------------- the hostile notebooks
+def duplicated_test_cell():
+    return with_cell_twice("test_sequence_logprob")
 
 
 def stub_before_solution():
@@ -82,10 +87,7 @@ def stub_after_solution():
 
 
 def duplicated_answer_cell():
-    notebook = alice()
-    at = cell_index(notebook, "a1_movie_review_skills")
-    notebook.cells.insert(at + 1, copy.deepcopy(notebook.cells[at]))
-    return notebook
+    return with_cell_twice("a1_movie_review_skills")
 
 
 def refused_metadata():

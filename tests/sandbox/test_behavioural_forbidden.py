@@ -177,16 +177,37 @@ def test_a_greedy_loop_over_the_models_forward_is_not_a_shortcut(worker):
 
 
 # --------------------------------------------------------------------------- the collator
+COLLATOR_SETUP = ("from transformers import DataCollatorForLanguageModeling\n"
+                  "class Vocabulary:\n"
+                  "    mask_token, mask_token_id, pad_token, pad_token_id = '[MASK]', 4, '[PAD]', 0\n"
+                  "    def __len__(self):\n        return 32\n"
+                  "    def convert_tokens_to_ids(self, token):\n        return 4\n"
+                  "    def get_special_tokens_mask(self, ids, already_has_special_tokens=True):\n"
+                  "        return [int(i < 5) for i in ids]\n"
+                  "    def pad(self, examples, **options):\n"
+                  "        return {'input_ids': torch.stack([e['input_ids'] for e in examples])}\n"
+                  "def collator():\n    return DataCollatorForLanguageModeling(Vocabulary(), mlm_probability=0.5)\n")
+COLLATOR_ROUTES = {
+    "the collator called on a batch": "def f(ids):\n    return collator()([{'input_ids': row} for row in ids])\n",
+    "assembled name": "def f(ids):\n    return getattr(collator(), 'torch_' + 'mask_tokens')(ids.clone())\n",
+    "partial": "def f(ids):\n    return functools.partial(collator().torch_mask_tokens)(ids.clone())\n",
+    "subclass": "class Mine(DataCollatorForLanguageModeling):\n"
+                "    def torch_mask_tokens(self, inputs, special_tokens_mask=None):\n"
+                "        return super().torch_mask_tokens(inputs, special_tokens_mask)\n"
+                "def f(ids):\n    return Mine(Vocabulary(), mlm_probability=0.5).torch_mask_tokens(ids.clone())\n",
+    "exec": "def f(ids):\n    scope = {'ids': ids, 'c': collator()}\n"
+            "    exec('y = c.torch_mask_tokens(ids.clone())', scope)\n    return scope['y']\n",
+}
+
+
+@pytest.mark.parametrize("route", COLLATOR_ROUTES)
+def test_every_route_to_the_library_collator_trips(worker, route):
+    result = watched(worker, "mask_tokens", COLLATOR_SETUP + COLLATOR_ROUTES[route], torch.randint(5, 32, (2, 8)))
+    assert "transformers.DataCollatorForLanguageModeling.torch_mask_tokens" in result["tripped"], result
+
+
 def test_a_collators_method_captured_when_the_cell_ran_trips(worker):
-    source = ("from transformers import DataCollatorForLanguageModeling\n"
-              "class Vocabulary:\n"
-              "    mask_token, mask_token_id, pad_token, pad_token_id = '[MASK]', 4, '[PAD]', 0\n"
-              "    def __len__(self):\n        return 32\n"
-              "    def convert_tokens_to_ids(self, token):\n        return 4\n"
-              "    def get_special_tokens_mask(self, ids, already_has_special_tokens=True):\n"
-              "        return [int(i < 5) for i in ids]\n"
-              "MASK = DataCollatorForLanguageModeling(Vocabulary(), mlm_probability=0.5).torch_mask_tokens\n"
-              "def f(ids):\n    return MASK(ids.clone())\n")
+    source = COLLATOR_SETUP + "MASK = collator().torch_mask_tokens\ndef f(ids):\n    return MASK(ids.clone())\n"
     result = watched(worker, "mask_tokens", source, torch.randint(5, 32, (2, 8)))
     assert result["tripped"] == ["transformers.DataCollatorForLanguageModeling.torch_mask_tokens"], result
 
@@ -257,35 +278,6 @@ WARPER_ROUTES = {
 def test_every_route_to_a_library_logits_warper_trips(worker, route):
     result = watched(worker, "sample_next_token", WARPER_ROUTES[route], PROMPT, torch.randn(2, 10))
     assert result["tripped"] and not result["tampered"], result
-
-
-COLLATOR_SETUP = ("from transformers import DataCollatorForLanguageModeling\n"
-                  "class Vocabulary:\n"
-                  "    mask_token, mask_token_id, pad_token, pad_token_id = '[MASK]', 4, '[PAD]', 0\n"
-                  "    def __len__(self):\n        return 32\n"
-                  "    def convert_tokens_to_ids(self, token):\n        return 4\n"
-                  "    def get_special_tokens_mask(self, ids, already_has_special_tokens=True):\n"
-                  "        return [int(i < 5) for i in ids]\n"
-                  "    def pad(self, examples, **options):\n"
-                  "        return {'input_ids': torch.stack([e['input_ids'] for e in examples])}\n"
-                  "def collator():\n    return DataCollatorForLanguageModeling(Vocabulary(), mlm_probability=0.5)\n")
-COLLATOR_ROUTES = {
-    "the collator called on a batch": "def f(ids):\n    return collator()([{'input_ids': row} for row in ids])\n",
-    "assembled name": "def f(ids):\n    return getattr(collator(), 'torch_' + 'mask_tokens')(ids.clone())\n",
-    "partial": "def f(ids):\n    return functools.partial(collator().torch_mask_tokens)(ids.clone())\n",
-    "subclass": "class Mine(DataCollatorForLanguageModeling):\n"
-                "    def torch_mask_tokens(self, inputs, special_tokens_mask=None):\n"
-                "        return super().torch_mask_tokens(inputs, special_tokens_mask)\n"
-                "def f(ids):\n    return Mine(Vocabulary(), mlm_probability=0.5).torch_mask_tokens(ids.clone())\n",
-    "exec": "def f(ids):\n    scope = {'ids': ids, 'c': collator()}\n"
-            "    exec('y = c.torch_mask_tokens(ids.clone())', scope)\n    return scope['y']\n",
-}
-
-
-@pytest.mark.parametrize("route", COLLATOR_ROUTES)
-def test_every_route_to_the_library_collator_trips(worker, route):
-    result = watched(worker, "mask_tokens", COLLATOR_SETUP + COLLATOR_ROUTES[route], torch.randint(5, 32, (2, 8)))
-    assert "transformers.DataCollatorForLanguageModeling.torch_mask_tokens" in result["tripped"], result
 
 
 # --------------------------------------------------------------------------- the fill-mask pipeline

@@ -20,6 +20,7 @@ import pytest
 from autograder.sandbox.errors import StudentError, WorkerCrashed
 from autograder.sandbox.isolation import HOST_ID_BASE, REPO_ROOT, bwrap_support
 from autograder.sandbox.worker import Worker
+from tests.sandbox.probe_cells import CONNECT_OUTCOME
 
 SUPPORT = bwrap_support()
 needs_bwrap = pytest.mark.skipif(not SUPPORT.usable, reason=f"bubblewrap sandbox unavailable: {SUPPORT.reason}")
@@ -47,15 +48,7 @@ def try_write(path):
         return e.errno
 
 def connect(port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(2)
-    try:
-        s.connect(("127.0.0.1", port))
-        return "connected"
-    except OSError as e:
-        return type(e).__name__
-    finally:
-        s.close()
+    return connect_outcome(socket.AF_INET, ("127.0.0.1", port), timeout=2)
 
 def identity():
     status = dict(line.split(":", 1) for line in open("/proc/self/status"))
@@ -66,7 +59,7 @@ def visible_pids():
 
 def new_user_namespace():
     return ctypes.CDLL(None, use_errno=True).unshare(0x10000000)  # CLONE_NEWUSER
-"""
+""" + CONNECT_OUTCOME
 
 
 def _scratch_outside_tmp() -> Path:

@@ -21,6 +21,7 @@ from autograder.sandbox.isolation import HOST_ID_BASE, bwrap_support
 from autograder.sandbox.limits import ResourceLimits
 from autograder.sandbox.worker import Worker
 from autograder.sandbox.zygote import ZygoteLease, ZygotePool, ZygoteUnavailable
+from tests.sandbox.probe_cells import CONNECT_OUTCOME
 
 SUPPORT = bwrap_support()
 pytestmark = pytest.mark.skipif(not SUPPORT.usable, reason=f"zygotes need bubblewrap: {SUPPORT.reason}")
@@ -60,25 +61,10 @@ def abstract_listen(name):
     _server.listen(1)
 
 def abstract_connect(name):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.connect("\\0" + name)
-        return "connected"
-    except OSError as e:
-        return type(e).__name__
-    finally:
-        s.close()
+    return connect_outcome(socket.AF_UNIX, "\\0" + name)
 
 def network():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(2)
-    try:
-        s.connect(("1.1.1.1", 53))
-        return "connected"
-    except OSError as e:
-        return type(e).__name__
-    finally:
-        s.close()
+    return connect_outcome(socket.AF_INET, ("1.1.1.1", 53), timeout=2)
 
 def mount_tmpfs():
     import ctypes
@@ -87,7 +73,7 @@ def mount_tmpfs():
 def unshare_mounts():
     import ctypes
     return ctypes.CDLL(None, use_errno=True).unshare(0x00020000)
-"""
+""" + CONNECT_OUTCOME
 
 
 @pytest.fixture(scope="module")
