@@ -84,16 +84,20 @@ def test_stale_samples_are_reported_then_repaired_in_a_copy(monkeypatch, tmp_pat
     assert regen.main(["--check", "--only", "samples"]) == 0
 
 
-def test_a_sample_student_file_the_build_cannot_follow_is_an_error(monkeypatch, tmp_path, capsys):
+@pytest.mark.parametrize("added, error", [
+    ('stub = ["mlm_loss"]', "[notebooks.part_b_bert_gpt]: unknown key(s) ['stub']"),
+    ('stubs = ["mlm_los"]', "[notebooks.part_b_bert_gpt]: no cell of the release part_b_bert_gpt.ipynb has the "
+                            "grade_id 'mlm_los'"),
+])
+def test_a_sample_student_file_the_build_cannot_follow_is_an_error(monkeypatch, tmp_path, capsys, added, error):
     copy = tmp_path / "sample_submissions"
     shutil.copytree(sample_students.FOLDER, copy, ignore=shutil.ignore_patterns("__pycache__"))
     student = copy / "heidi_ignores_sigint.toml"
-    student.write_text(student.read_text().replace('base = "solved"', 'base = "solved"\nstub = ["mlm_loss"]'))
+    student.write_text(student.read_text().replace('base = "solved"', f'base = "solved"\n{added}'))
     monkeypatch.setattr(sample_students, "FOLDER", copy)
 
     assert regen.main(["--check", "--only", "samples"]) == 1
-    out = capsys.readouterr().out
-    assert "heidi_ignores_sigint.toml [notebooks.part_b_bert_gpt]: unknown key(s) ['stub']" in out
+    assert f"heidi_ignores_sigint.toml {error}" in capsys.readouterr().out
 
 
 def test_a_stale_release_is_reported_then_repaired_in_a_copy(monkeypatch, tmp_path, capsys, repo_root):

@@ -85,13 +85,20 @@ class Recipe:
         folder = f"week6/{self.filed_under}" if self.filed_under else "week6"
         return f"{folder}/{self.stem}.ipynb"
 
+    def changed_cells(self) -> list[str]:
+        """The grade_ids of the cells the recipe changes or removes (a duplicated cell's first
+        copy stays as it was, and is the one graded)."""
+        return [*self.stubs, *self.cells, *self.surgery.get("delete", ()), *self.surgery.get("rename", {}),
+                *([self.break_metadata] if self.break_metadata else [])]
+
+    def named_cells(self) -> list[str]:
+        """Every grade_id the recipe names, each of which must be a cell of the release."""
+        return [*self.changed_cells(), *self.written, *self.surgery.get("duplicate", {})]
+
     def changed_solutions(self) -> list[str]:
         """The course's solution cells of this notebook that the recipe changes or removes."""
         solutions = {item.grade_id for item in load_course().notebook(self.stem).solutions}
-        touched = [*self.stubs, *self.cells, *self.surgery.get("delete", ()), *self.surgery.get("rename", {})]
-        if self.break_metadata:
-            touched.append(self.break_metadata)
-        return [grade_id for grade_id in dict.fromkeys(touched) if grade_id in solutions]
+        return [grade_id for grade_id in dict.fromkeys(self.changed_cells()) if grade_id in solutions]
 
 
 def _read(path: Path) -> dict:

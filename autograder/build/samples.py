@@ -26,6 +26,7 @@ import nbformat
 
 from ..course import load_course
 from ..intake import misplaced_key
+from ..notebook import raw_grade_id
 from . import sample_students
 from .generated import shown, update
 from .sample_filling import (
@@ -47,6 +48,9 @@ EXPECTED = "expected.json"
 def notebook(recipe: Recipe, written: dict[str, dict[str, str]]):
     """The notebook ``recipe`` makes: a notebook object, or raw text for a broken file."""
     release = untouched(recipe.stem)
+    if unknown := sorted(set(recipe.named_cells()) - {raw_grade_id(cell) for cell in release.cells}):
+        raise SampleError(f"{recipe.student}.toml [notebooks.{recipe.stem}]: no cell of the release "
+                          f"{recipe.stem}.ipynb has the grade_id {', '.join(map(repr, unknown))}")
     made = solved(recipe.stem, written) if recipe.base == "solved" else release
     made = replace(made, released(release, recipe.stubs))
     made = replace(made, {grade_id: "".join(released_constant(release, grade_id) if part is RELEASED else part
