@@ -701,7 +701,7 @@ def main(argv: list[str] | None = None) -> int:
         return print_floor_only()
     notebooks = sorted(FULL.glob("*.ipynb"))
     if len(notebooks) != NOTEBOOKS:
-        raise SystemExit(f"expected {NOTEBOOKS} notebooks in {FULL}: run python data/sample_submissions/build.py")
+        raise SystemExit(f"expected {NOTEBOOKS} notebooks in {FULL}: run python -m autograder.build.samples")
     sizes = args.sizes[:2] if args.quick else args.sizes
     serial = min(SERIAL_CLASS, args.sizes[1] if len(args.sizes) > 1 else args.sizes[0])
 

@@ -10,7 +10,7 @@ module and the hidden suite's section of the item. Everything else must follow f
   ``--check`` passes after it; the repository's own checks of the handout and of the
   notebook conventions pass in the copy;
 - ``python -m autograder grade`` gives a student whose notebook is filled in the way the
-  samples are (``data/sample_submissions/build.py``) full marks, the two new points
+  samples are (``autograder/build/sample_filling.py``) full marks, the two new points
   included, and a student who counts the False entries loses exactly the two points of
   ``test_count_masked``, with messages that name the function;
 - the contract meta-tests fail until the function's clause table, its one-clause mutants
@@ -141,21 +141,20 @@ def {NAME}_by_loop(mask):
 
 ALTERNATIVES += [{{"{NAME}": {NAME}_by_nonzero}}, {{"{NAME}": {NAME}_by_loop}}]
 '''
-# Run in the copy: the two students' notebooks, filled in by the samples' own build
-# (its solved(): the release with every solution cell taken from the source notebook).
+# Run in the copy: the two students' notebooks, filled in as the samples are
+# (solved(): the release with every solution cell taken from the source notebook).
 WRITE_STUDENTS = """
 import sys
 from pathlib import Path
 
 import nbformat
 
-from autograder.build.regen import _samples_build
+from autograder.build.sample_filling import replace, solved
 
-samples = _samples_build()
 stem, name, wrong_cell, out = sys.argv[1:]
-correct = samples.solved(stem)
+correct = solved(stem)
 for student, notebook in {"correct_student": correct,
-                          "wrong_student": samples.replace(correct, {name: wrong_cell})}.items():
+                          "wrong_student": replace(correct, {name: wrong_cell})}.items():
     folder = Path(out) / student / "week6"
     folder.mkdir(parents=True)
     nbformat.write(notebook, folder / f"{stem}.ipynb")

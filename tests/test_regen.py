@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.build import regen
+from autograder.build import regen, sample_students
 from autograder.build.generated import update
+from autograder.paths import SAMPLES
 
 
 def _generated_files(repo_root: Path) -> dict[Path, int]:
@@ -63,13 +64,12 @@ def test_a_stale_handout_is_reported_and_left_alone(monkeypatch, capsys):
 
 
 def test_stale_samples_are_reported_then_repaired_in_a_copy(monkeypatch, tmp_path, capsys):
-    samples = regen._samples_build()
     copy = tmp_path / "sample_submissions"
-    shutil.copytree(samples.HERE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(sample_students.FOLDER, copy, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "expected.json").write_text("{}\n")
     stray = copy / "alice_full_solution" / "week6" / "left_over.ipynb"
     stray.write_text("{}\n")
-    monkeypatch.setattr(samples, "HERE", copy)
+    monkeypatch.setattr(sample_students, "FOLDER", copy)
 
     assert regen.main(["--check", "--only", "samples"]) == 1
     out = capsys.readouterr().out
@@ -79,10 +79,25 @@ def test_stale_samples_are_reported_then_repaired_in_a_copy(monkeypatch, tmp_pat
 
     assert regen.main(["--only", "samples"]) == 0
     assert not stray.exists()
-    assert (copy / "expected.json").read_bytes() == (samples.REPO / "data" / "sample_submissions"
-                                                     / "expected.json").read_bytes()
+    assert (copy / "expected.json").read_bytes() == (SAMPLES / "expected.json").read_bytes()
     capsys.readouterr()
     assert regen.main(["--check", "--only", "samples"]) == 0
+
+
+@pytest.mark.parametrize("added, error", [
+    ('stub = ["mlm_loss"]', "[notebooks.part_b_bert_gpt]: unknown key(s) ['stub']"),
+    ('stubs = ["mlm_los"]', "[notebooks.part_b_bert_gpt]: no cell of the release part_b_bert_gpt.ipynb has the "
+                            "grade_id 'mlm_los'"),
+])
+def test_a_sample_student_file_the_build_cannot_follow_is_an_error(monkeypatch, tmp_path, capsys, added, error):
+    copy = tmp_path / "sample_submissions"
+    shutil.copytree(sample_students.FOLDER, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    student = copy / "heidi_ignores_sigint.toml"
+    student.write_text(student.read_text().replace('base = "solved"', f'base = "solved"\n{added}'))
+    monkeypatch.setattr(sample_students, "FOLDER", copy)
+
+    assert regen.main(["--check", "--only", "samples"]) == 1
+    assert f"heidi_ignores_sigint.toml {error}" in capsys.readouterr().out
 
 
 def test_a_stale_release_is_reported_then_repaired_in_a_copy(monkeypatch, tmp_path, capsys, repo_root):

@@ -2,7 +2,7 @@
 
 The release (``autograder/build/release.py``), the handout and grading map
 (``handouts/build.py``) and the sample submissions
-(``data/sample_submissions/build.py``) compute what their files should hold and
+(``autograder/build/samples.py``) compute what their files should hold and
 hand each one to :func:`update`; ``python -m autograder.build.regen`` runs them all. With
 ``check=True`` nothing is written: a file that differs is reported and counted. The data
 folders' builders, which rebuild from pinned downloads, share :func:`rebuild_command`.

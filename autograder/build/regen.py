@@ -13,8 +13,9 @@ The steps, in the order in which they depend on each other:
 3. ``handout``: ``handouts/week6.html``, ``handouts/grading_map.md`` and the item
    lines of the "Where in the notebooks" boxes of ``handouts/week6.md``
    (``handouts/build.py``);
-4. ``samples``: ``data/sample_submissions/`` from the release notebooks
-   (``data/sample_submissions/build.py``), which is why the release comes first;
+4. ``samples``: ``data/sample_submissions/`` from the release notebooks and the
+   sample students' files (``autograder/build/samples.py``), which is why the release
+   comes first;
 5. ``readme``: the points columns of the README's table of notebooks, from the
    course model (``autograder/build/readme_points.py``), and its table of run times, from the
    reference runs (``autograder/build/reference_tables.py``);
@@ -33,7 +34,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
-import importlib.util
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,25 +42,12 @@ from pathlib import Path
 from ..paths import DATA, REPO
 from .generated import shown, update
 
-SAMPLES_BUILD = DATA / "sample_submissions" / "build.py"
-
 
 def _handout_build():
     """``handouts/build.py`` as a module (the handout is not part of the installed package)."""
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     return importlib.import_module("handouts.build")
-
-
-def _samples_build():
-    """``data/sample_submissions/build.py`` as a module, loaded once."""
-    name = "week6_sample_submissions_build"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, SAMPLES_BUILD)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 # ------------------------------------------------------------------------------ steps
@@ -104,7 +91,12 @@ def handout(check: bool) -> Found:
 
 
 def samples(check: bool) -> Found:
-    return _updated(_samples_build().outputs(), check)
+    from . import samples as sample_build  # the step shares its name
+
+    try:
+        return _updated(sample_build.outputs(), check)
+    except sample_build.SampleError as err:
+        return Found(errors=[f"data/sample_submissions/{err}"])
 
 
 def readme(check: bool) -> Found:

@@ -221,7 +221,8 @@ def test_carol_answers_some_written_questions_partly_and_leaves_others_blank():
 
 
 def test_samples_are_up_to_date():
-    result = subprocess.run([sys.executable, str(SAMPLES / "build.py"), "--check"], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "autograder.build.samples", "--check"], cwd=REPO,
+                            capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
 
