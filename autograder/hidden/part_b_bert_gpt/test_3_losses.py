@@ -21,6 +21,22 @@ def _expect_loss(actual, expected: torch.Tensor, *, what: str, atol: float = 1e-
     expect_close(actual, expected, atol=atol, rtol=rtol, what=what)
 
 
+def _expect_stable(student, reference, base, targets) -> None:
+    """The student's loss equals ``reference``'s on logits shifted or scaled far from 0, and on
+    half-precision logits, against the same ``targets``."""
+    name = reference.__name__
+    for label, logits in [("logits + 1000", base + 1000), ("1000 * logits", 1000 * base)]:
+        # tolerance: float32 rounding, relative to losses of size up to ~1e4; inputs near 1000
+        # are only known to 6e-5 (one ulp), which a log-sum-exp formulation passes on
+        _expect_loss(student.call(logits, targets), reference(logits, targets), atol=2e-4, rtol=1e-5,
+                     what=f"{name} of {label} (use a log-softmax or log-sum-exp that subtracts the maximum)")
+    for dtype in (torch.float16, torch.bfloat16):
+        logits = base.to(dtype)
+        # tolerance: float32 rounding; a loss computed in half precision is off by ~1e-3
+        _expect_loss(student.call(logits, targets), reference(logits, targets), atol=2e-4, rtol=0.0,
+                     what=f"{name} of {dtype} logits (compute in float32: logits.float())")
+
+
 @graded("test_clm_loss")
 @on_devices
 def test_clm_loss_matches_reference(student, device):
@@ -64,17 +80,7 @@ def test_clm_loss_with_nothing_to_score_is_zero(student, device):
 @on_devices
 def test_clm_loss_large_and_half_precision_logits(student, device):
     base = _randn(2, 6, 17, seed=11, scale=2.0, device=device)
-    ids = _ids(2, 6, 17, seed=12, device=device)
-    for name, logits in [("logits + 1000", base + 1000), ("1000 * logits", 1000 * base)]:
-        # tolerance: float32 rounding, relative to losses of size up to ~1e4; inputs near 1000
-        # are only known to 6e-5 (one ulp), which a log-sum-exp formulation passes on
-        _expect_loss(student.call(logits, ids), losses.clm_loss(logits, ids), atol=2e-4, rtol=1e-5,
-                     what=f"clm_loss of {name} (use a log-softmax or log-sum-exp that subtracts the maximum)")
-    for dtype in (torch.float16, torch.bfloat16):
-        logits = base.to(dtype)
-        # tolerance: float32 rounding; a loss computed in half precision is off by ~1e-3
-        _expect_loss(student.call(logits, ids), losses.clm_loss(logits, ids), atol=2e-4, rtol=0.0,
-                     what=f"clm_loss of {dtype} logits (compute in float32: logits.float())")
+    _expect_stable(student, losses.clm_loss, base, _ids(2, 6, 17, seed=12, device=device))
 
 
 # =============================================================== mlm_loss
@@ -114,14 +120,4 @@ def test_mlm_loss_without_labels_is_zero(student, device):
 @on_devices
 def test_mlm_loss_large_and_half_precision_logits(student, device):
     base = _randn(3, 8, 21, seed=12, scale=2.0, device=device)
-    labels = _mlm_labels(3, 8, 21, seed=13, rate=0.4, device=device)
-    for name, logits in [("logits + 1000", base + 1000), ("1000 * logits", 1000 * base)]:
-        # tolerance: float32 rounding, relative to losses of size up to ~1e4; inputs near 1000
-        # are only known to 6e-5 (one ulp), which a log-sum-exp formulation passes on
-        _expect_loss(student.call(logits, labels), losses.mlm_loss(logits, labels), atol=2e-4, rtol=1e-5,
-                     what=f"mlm_loss of {name} (use a log-softmax or log-sum-exp that subtracts the maximum)")
-    for dtype in (torch.float16, torch.bfloat16):
-        logits = base.to(dtype)
-        # tolerance: float32 rounding; a loss computed in half precision is off by ~1e-3
-        _expect_loss(student.call(logits, labels), losses.mlm_loss(logits, labels), atol=2e-4, rtol=0.0,
-                     what=f"mlm_loss of {dtype} logits (compute in float32: logits.float())")
+    _expect_stable(student, losses.mlm_loss, base, _mlm_labels(3, 8, 21, seed=13, rate=0.4, device=device))

@@ -43,50 +43,46 @@ def _not_right(wrong: list[str], items) -> str:
     return f"{len(wrong)} of the {len(items)} entries {'is' if len(wrong) == 1 else 'are'} not right yet"
 
 
+def _expect_row(table: dict, model: str) -> None:
+    """``model``'s row of ARCHITECTURE_TABLE is a dict with every entry of the key's row right."""
+    row, key = table.get(model), answers.ARCHITECTURE_TABLE[model]
+    expect(type(row) is dict, f"ARCHITECTURE_TABLE[{model!r}] must be a dict")
+    wrong = [c for c, v in key.items() if row.get(c) != v]
+    expect(not wrong, f"ARCHITECTURE_TABLE[{model!r}]: {_not_right(wrong, key)}",
+           detail=f"ARCHITECTURE_TABLE[{model!r}]: {', '.join(wrong)} not right yet")
+
+
 @graded("test_architecture_table")
 def test_architecture_table_bert_and_gpt(student):
     table = _constant(student, "ARCHITECTURE_TABLE")
     for model in ("BERT", "GPT"):
-        row = table.get(model)
-        expect(type(row) is dict, f"ARCHITECTURE_TABLE[{model!r}] must be a dict")
-        wrong = [c for c, v in answers.ARCHITECTURE_TABLE[model].items() if row.get(c) != v]
-        expect(not wrong, f"ARCHITECTURE_TABLE[{model!r}]: {_not_right(wrong, answers.ARCHITECTURE_TABLE[model])}",
-               detail=f"ARCHITECTURE_TABLE[{model!r}]: {', '.join(wrong)} not right yet")
+        _expect_row(table, model)
 
 
 @graded("test_architecture_table")
 def test_architecture_table_t5(student):
-    row = _constant(student, "ARCHITECTURE_TABLE").get("T5")
-    expect(type(row) is dict, "ARCHITECTURE_TABLE['T5'] must be a dict")
-    wrong = [c for c, v in answers.ARCHITECTURE_TABLE["T5"].items() if row.get(c) != v]
-    expect(not wrong, f"ARCHITECTURE_TABLE['T5']: {_not_right(wrong, answers.ARCHITECTURE_TABLE['T5'])}",
-           detail=f"ARCHITECTURE_TABLE['T5']: {', '.join(wrong)} not right yet")
+    _expect_row(_constant(student, "ARCHITECTURE_TABLE"), "T5")
+
+
+def _expect_tasks(student, tasks: list[str], hint: str = "") -> None:
+    """MODEL_FOR_TASK gives the key's model for each of ``tasks``; ``hint`` says what those tasks share."""
+    wrong = _mismatches("MODEL_FOR_TASK", _constant(student, "MODEL_FOR_TASK"), tasks)
+    expect(not wrong, f"MODEL_FOR_TASK: {_not_right(wrong, tasks)}{hint}", detail=f"MODEL_FOR_TASK: reconsider {wrong}")
 
 
 @graded("test_model_for_task")
 def test_model_for_task_understanding(student):
-    given = _constant(student, "MODEL_FOR_TASK")
-    tasks = ["sentiment analysis", "named entity recognition"]
-    wrong = _mismatches("MODEL_FOR_TASK", given, tasks)
-    expect(not wrong, f"MODEL_FOR_TASK: {_not_right(wrong, tasks)} (a label per input or per token)",
-           detail=f"MODEL_FOR_TASK: reconsider {wrong}")
+    _expect_tasks(student, ["sentiment analysis", "named entity recognition"], " (a label per input or per token)")
 
 
 @graded("test_model_for_task")
 def test_model_for_task_generation_and_qa(student):
-    given = _constant(student, "MODEL_FOR_TASK")
-    tasks = ["text generation", "question answering"]
-    wrong = _mismatches("MODEL_FOR_TASK", given, tasks)
-    expect(not wrong, f"MODEL_FOR_TASK: {_not_right(wrong, tasks)}", detail=f"MODEL_FOR_TASK: reconsider {wrong}")
+    _expect_tasks(student, ["text generation", "question answering"])
 
 
 @graded("test_model_for_task")
 def test_model_for_task_sequence_to_sequence(student):
-    given = _constant(student, "MODEL_FOR_TASK")
-    tasks = ["translation", "summarization"]
-    wrong = _mismatches("MODEL_FOR_TASK", given, tasks)
-    expect(not wrong, f"MODEL_FOR_TASK: {_not_right(wrong, tasks)} (a whole input becomes a new output text)",
-           detail=f"MODEL_FOR_TASK: reconsider {wrong}")
+    _expect_tasks(student, ["translation", "summarization"], " (a whole input becomes a new output text)")
 
 
 # The accepted ranges are the answer key: a message points to the handout instead of quoting them.
