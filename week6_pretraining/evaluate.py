@@ -172,6 +172,7 @@ def main(argv=None, functions: Functions | None = None):
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     folders = args.folders or sorted(p.parent for p in CHECKPOINTS.glob("*/train_log.json"))
+    functions = installed() if functions is None else functions
     results = {}
     for folder in folders:
         if not (folder / "config.json").is_file() or not (folder / "train_log.json").is_file():
@@ -179,7 +180,6 @@ def main(argv=None, functions: Functions | None = None):
             continue
         log = json.loads((folder / "train_log.json").read_text())
         objective = log["objective"]
-        functions = installed() if functions is None else functions
         try:
             functions.require(objective)
         except ValueError as err:
