@@ -23,6 +23,7 @@ without its test cell is a :class:`CourseError` that says what to fix.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,8 +86,27 @@ class Item:
         return self.kind in GRADED_KINDS
 
 
+class PointTotals:
+    """The auto-graded, written and total points of what holds items: a notebook, the course."""
+
+    def of_kind(self, kind: str) -> Sequence[Item]:
+        raise NotImplementedError
+
+    @property
+    def auto_points(self) -> float:
+        return float(sum(item.points for item in self.of_kind(TEST)))
+
+    @property
+    def written_points(self) -> float:
+        return float(sum(item.points for item in self.of_kind(WRITTEN)))
+
+    @property
+    def points(self) -> float:
+        return self.auto_points + self.written_points
+
+
 @dataclass(frozen=True)
-class Notebook:
+class Notebook(PointTotals):
     """A source notebook and its items, in cell order."""
 
     stem: str
@@ -127,18 +147,6 @@ class Notebook:
         """grade_id -> points of every visible-test cell (what the hidden suite awards)."""
         return {item.grade_id: item.points for item in self.tests}
 
-    @property
-    def auto_points(self) -> float:
-        return float(sum(item.points for item in self.tests))
-
-    @property
-    def written_points(self) -> float:
-        return float(sum(item.points for item in self.written))
-
-    @property
-    def points(self) -> float:
-        return self.auto_points + self.written_points
-
     def item(self, grade_id: str) -> Item:
         for item in self.items:
             if item.grade_id == grade_id:
@@ -159,7 +167,7 @@ class Notebook:
 
 
 @dataclass(frozen=True)
-class Course:
+class Course(PointTotals):
     """The week's notebooks in the course's order."""
 
     source_dir: Path
@@ -182,17 +190,8 @@ class Course:
             _check_kind(kind)
         return [item for notebook in self.notebooks for item in notebook.items if kind is None or item.kind == kind]
 
-    @property
-    def auto_points(self) -> float:
-        return float(sum(notebook.auto_points for notebook in self.notebooks))
-
-    @property
-    def written_points(self) -> float:
-        return float(sum(notebook.written_points for notebook in self.notebooks))
-
-    @property
-    def points(self) -> float:
-        return self.auto_points + self.written_points
+    def of_kind(self, kind: str) -> list[Item]:
+        return self.items(kind)
 
 
 def _check_kind(kind: str) -> None:
