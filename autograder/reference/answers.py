@@ -71,6 +71,10 @@ ACCEPTED = {
     ("TASK_CATEGORIES", "Recognizing sentiment words"): {"general", "specific"},
     # Extractive QA is BERT's classic task; generative QA is a text-to-text task.
     ("MODEL_FOR_TASK", "question answering"): {"BERT", "T5"},
+    # The lecture's BERT-or-GPT table (slide deck 001) rates GPT excellent at translation and
+    # summarisation: a student who follows it is right, as is one who picks the encoder-decoder.
+    ("MODEL_FOR_TASK", "translation"): {"T5", "GPT"},
+    ("MODEL_FOR_TASK", "summarization"): {"T5", "GPT"},
 }
 
 # B5: the ranges a sound configuration falls in (inclusive).

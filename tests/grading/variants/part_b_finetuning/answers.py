@@ -39,6 +39,10 @@ ARCHITECTURE_TABLE_GPT_BIDIRECTIONAL = _edited(
 MODEL_FOR_TASK_NER_BY_GPT = _edited(answers.MODEL_FOR_TASK, **{"named entity recognition": "GPT"})
 MODEL_FOR_TASK_GENERATION_BY_BERT = _edited(answers.MODEL_FOR_TASK, **{"text generation": "BERT"})
 MODEL_FOR_TASK_TRANSLATION_BY_BERT = _edited(answers.MODEL_FOR_TASK, translation="BERT")
+# Two keys the course documents defend besides the instructor's: GPT for the text-to-text tasks
+# (the lecture's table) and T5 for generative question answering.
+MODEL_FOR_TASK_AS_THE_LECTURE_RATES = _edited(answers.MODEL_FOR_TASK, translation="GPT", summarization="GPT")
+MODEL_FOR_TASK_GENERATIVE_QA = _edited(answers.MODEL_FOR_TASK, **{"question answering": "T5"})
 FINETUNE_CONFIG_FLOAT_EPOCHS = _edited(answers.FINETUNE_CONFIG, num_train_epochs=3.0)
 FINETUNE_CONFIG_HEAVY_DECAY = _edited(answers.FINETUNE_CONFIG, weight_decay=0.5)
 FINETUNE_CONFIG_FREEZE_AS_WORD = _edited(answers.FINETUNE_CONFIG, freeze_embeddings="no")
@@ -68,6 +72,6 @@ MUTANTS: list[dict[str, object]] = [
 ]
 
 ALTERNATIVES: list[dict[str, object]] = [
-    {"fine_tuning_footprint": footprint_per_mwh},
-    {"fine_tuning_footprint": footprint_from_saving},
+    {"fine_tuning_footprint": footprint_per_mwh, "MODEL_FOR_TASK": MODEL_FOR_TASK_AS_THE_LECTURE_RATES},
+    {"fine_tuning_footprint": footprint_from_saving, "MODEL_FOR_TASK": MODEL_FOR_TASK_GENERATIVE_QA},
 ]
