@@ -307,3 +307,76 @@ with torch.no_grad():
     assert find_leaks(ordinary, "idioms", is_code=True) == []
     question = "Why does fine-tuning use a small learning rate? Quote the numbers your notebook printed."
     assert find_leaks(question, "question") == []
+
+
+# ------------------------------------------------------------------------------- formulas in the stubs
+# An operator between spaces, so hyphenated words ("top-k", "left-to-right") are not arithmetic.
+ARITHMETIC = r"\s+(?:\*\*|[-+*/])\s+"
+
+
+def docstring_formulas(source: str) -> list[tuple[str, str]]:
+    """(function, line) for each docstring line of a function in ``source`` that combines one of
+    its parameters by arithmetic (``mask_rate * n_tokens``, ``seq_len - 1``, ``1 / mask_rate``).
+    A stub states the quantity to compute, its inputs and its edge cases; deriving the formula is
+    the student's work, so its docstring never writes it out."""
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not ast.get_docstring(node):
+            continue
+        arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        names = "|".join(re.escape(a.arg) for a in arguments if a.arg not in ("self", "cls"))
+        if not names:
+            continue
+        formula = re.compile(rf"\b(?:{names})\b{ARITHMETIC}[\w(.]|[\w).]{ARITHMETIC}\b(?:{names})\b")
+        found += [(node.name, line.strip()) for line in ast.get_docstring(node).splitlines() if formula.search(line)]
+    return found
+
+
+# Stubs whose docstring must write out arithmetic, because it is the contract the student
+# implements rather than the answer the student derives; each with the reason.
+CONTRACT_ARITHMETIC = {
+    "linear_warmup_decay": "the schedule the lecture gives; the item is implementing it exactly",
+    "training_flops": "the course teaches C = 6ND itself (handout, exercise 4); the item applies it",
+    "random_spans_noise_mask": "T5's recipe, fixed to the count so that the hidden tests can check the draws",
+    "bert_pair_input": "the length budget of the truncation the contract specifies",
+    "subsample_balanced": "how a draw shares n examples among C classes, part of the contract",
+    "freeze_layers": "an index range, not a formula",
+    "truncate_encoder": "an index range, not a formula",
+}
+
+
+def _stub_formulas(stem: str) -> list[tuple[int, str, str]]:
+    path = RELEASE / f"{stem}.ipynb"
+    return [(index, *hit) for index, cell in enumerate(_cells(path)) if cell.get("cell_type") == "code"
+            for hit in docstring_formulas(_source(cell))]
+
+
+def test_contract_arithmetic_names_stubs_that_need_it():
+    """Each exception above still has arithmetic in its docstring (else it is dropped from the list)."""
+    named = {name for stem in RELEASED for _, name, _ in _stub_formulas(stem)}
+    assert set(CONTRACT_ARITHMETIC) <= named, sorted(set(CONTRACT_ARITHMETIC) - named)
+
+
+@pytest.mark.parametrize("stem", RELEASED)
+def test_release_stubs_leave_the_formula_to_the_student(stem):
+    path = RELEASE / f"{stem}.ipynb"
+    found = [hit for hit in _stub_formulas(stem) if hit[1] not in CONTRACT_ARITHMETIC]
+    assert not found, f"{_shown(path)}: stub docstrings that write out the formula to derive (say what the " \
+                      "quantity is, not how to compute it, in the source notebook, then make regen):\n" + \
+                      "\n".join(f"  cell {index}, {name}: {line}" for index, name, line in found)
+
+
+def test_a_formula_in_a_docstring_is_found():
+    stub = '''def mlm_signal(n_tokens: int, mask_rate: float = 0.15) -> dict:
+    """Targets per pass.
+
+    - "mlm_predictions": mask_rate * n_tokens, an expected count;
+    - "passes": 1 / mask_rate;
+    - the top-k of n_tokens - not a formula - the left-to-right model.
+    """
+    raise NotImplementedError()
+'''
+    assert [line for _, line in docstring_formulas(stub)] == [
+        '- "mlm_predictions": mask_rate * n_tokens, an expected count;', '- "passes": 1 / mask_rate;',
+        "- the top-k of n_tokens - not a formula - the left-to-right model."]
