@@ -44,7 +44,7 @@ REPO = HERE.parent
 if str(REPO) not in sys.path:  # run as a script: python handouts/build.py
     sys.path.insert(0, str(REPO))
 
-from autograder.build.generated import update  # noqa: E402
+from autograder.build.generated import Files, update_command  # noqa: E402
 from handouts import BuildError  # noqa: E402
 from handouts.figure_refs import missing_figures  # noqa: E402
 from handouts.grading_map import notebook_items, render_grading_map, with_unlisted_items  # noqa: E402
@@ -155,27 +155,20 @@ def build() -> dict[Path, str]:
     return {SOURCE_MD: markdown, OUTPUT_HTML: render_html(markdown), OUTPUT_MAP: grading_map}
 
 
-def outputs() -> dict[Path, bytes]:
+def outputs() -> Files:
     """:func:`build` as the bytes of each file, for ``autograder.build.generated.update``."""
     return {path: text.encode("utf-8") for path, text in build().items()}
 
 
+def summary(files: Files, stale: list[Path]) -> str | None:
+    """The line that ends a run with nothing to write (what was written is named file by file)."""
+    return None if stale else ("handouts/week6.html, handouts/grading_map.md and the boxes of handouts/week6.md "
+                               "are up to date.")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the outputs are out of date; write nothing")
-    args = parser.parse_args(argv)
-    try:
-        files = outputs()
-    except BuildError as err:
-        print(f"handouts/build.py: error: {err}", file=sys.stderr)
-        return 1
-    stale = [path for path, data in files.items() if update(path, data, check=args.check)]
-    if args.check and stale:
-        print("run python handouts/build.py (or make regen)", file=sys.stderr)
-        return 1
-    if not stale:
-        print("handouts/week6.html, handouts/grading_map.md and the boxes of handouts/week6.md are up to date.")
-    return 0
+    parser = argparse.ArgumentParser(prog="python handouts/build.py", description=__doc__.split("\n\n")[0])
+    return update_command(parser, outputs, BuildError, summary=summary, argv=argv)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ The release (``autograder/build/release.py``), the handout and grading map
 (``handouts/build.py``) and the sample submissions
 (``autograder/build/samples.py``) compute what their files should hold and
 hand each one to :func:`update`; ``python -m autograder.build.regen`` runs them all. With
-``check=True`` nothing is written: a file that differs is reported and counted. The data
-folders' builders, which rebuild from pinned downloads, share :func:`rebuild_command`.
+``check=True`` nothing is written: a file that differs is reported and counted. The
+handout's and the samples' scripts share their command line, :func:`update_command`; the
+data folders' builders, which rebuild from pinned downloads, share :func:`rebuild_command`.
 """
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..paths import REPO
+
+# What each generated file should hold, by path; None: the file should not exist.
+Files = dict[Path, bytes | None]
 
 
 def shown(path: Path) -> str:
@@ -50,6 +54,39 @@ def update(path: Path, new: bytes | None, *, check: bool) -> bool:
         path.write_bytes(new)
         print(f"wrote {shown(path)}")
     return True
+
+
+def update_all(files: Files, *, check: bool) -> list[Path]:
+    """:func:`update` on each of ``files``; the paths that were out of date."""
+    return [path for path, data in files.items() if update(path, data, check=check)]
+
+
+def update_command(parser: argparse.ArgumentParser, outputs: Callable[[], Files], failure: type[Exception], *,
+                   summary: Callable[[Files, list[Path]], str | None], argv: list[str] | None = None) -> int:
+    """The command line of a script that writes generated files (``handouts/build.py``,
+    ``python -m autograder.build.samples``); ``parser``, whose ``prog`` is the command,
+    gains ``--check``.
+
+    ``outputs()`` computes the files, and each goes through :func:`update`. It exits 1,
+    saying why on stderr, when ``outputs()`` raises ``failure`` (a source the build cannot
+    follow; nothing is touched) or, with ``--check``, when a file is out of date (naming the
+    command that brings it up to date). Otherwise ``summary(files, stale)``, unless None,
+    ends the run.
+    """
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is out of date")
+    check = parser.parse_args(argv).check
+    try:
+        files = outputs()
+    except failure as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 1
+    stale = update_all(files, check=check)
+    if check and stale:
+        print(f"out of date: run {parser.prog} (or make regen)", file=sys.stderr)
+        return 1
+    if (line := summary(files, stale)) is not None:
+        print(line)
+    return 0
 
 
 def rebuild_command(doc: str, folder: Path, names: list[str], build: Callable[[Path], None],

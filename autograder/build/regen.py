@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import DATA, REPO
-from .generated import shown, update
+from .generated import Files, shown, update_all
 
 
 def _handout_build():
@@ -59,17 +59,21 @@ class Found:
     errors: list[str] = field(default_factory=list)
 
 
-def _updated(files: dict[Path, bytes | None], check: bool) -> Found:
-    return Found(stale=[shown(path) for path, data in files.items() if update(path, data, check=check)])
+def _updated(outputs: Callable[[], Files], failure: type[Exception] | tuple[type[Exception], ...], where: str,
+             check: bool) -> Found:
+    """The files ``outputs()`` computes, each handed to ``generated.update``; a ``failure`` it raises
+    (a source the build cannot follow) is an error, reported under ``where``, and touches nothing."""
+    try:
+        files = outputs()
+    except failure as err:
+        return Found(errors=[f"{where}{err}"])
+    return Found(stale=[shown(path) for path in update_all(files, check=check)])
 
 
 def tables(check: bool) -> Found:
     from . import reference_tables
 
-    try:
-        return _updated(reference_tables.notebook_outputs(), check)
-    except reference_tables.TablesError as err:
-        return Found(errors=[f"solutions/week6/{err}"])
+    return _updated(reference_tables.notebook_outputs, reference_tables.TablesError, "solutions/week6/", check)
 
 
 def release(check: bool) -> Found:
@@ -83,32 +87,25 @@ def release(check: bool) -> Found:
 
 def handout(check: bool) -> Found:
     build = _handout_build()
-    try:
-        files = build.outputs()
-    except build.BuildError as err:
-        return Found(errors=[f"handouts/build.py: {err}"])
-    return _updated(files, check)
+    return _updated(build.outputs, build.BuildError, "handouts/build.py: ", check)
 
 
 def samples(check: bool) -> Found:
     from . import samples as sample_build  # the step shares its name
 
-    try:
-        return _updated(sample_build.outputs(), check)
-    except sample_build.SampleError as err:
-        return Found(errors=[f"data/sample_submissions/{err}"])
+    return _updated(sample_build.outputs, sample_build.SampleError, "data/sample_submissions/", check)
 
 
 def readme(check: bool) -> Found:
     from . import readme_points, reference_tables, speed_table
 
-    try:
+    def outputs() -> Files:  # the README with its points, run times and grading-speed table filled in
         speed = speed_table.load_results()
-        return _updated({path: speed_table.with_speed_table(reference_tables.with_run_times(text.decode("utf-8")),
-                                                            speed).encode("utf-8")
-                         for path, text in readme_points.outputs().items()}, check)
-    except (readme_points.ReadmeError, speed_table.SpeedTableError) as err:
-        return Found(errors=[f"README.md: {err}"])
+        return {path: speed_table.with_speed_table(reference_tables.with_run_times(text.decode("utf-8")),
+                                                   speed).encode("utf-8")
+                for path, text in readme_points.outputs().items()}
+
+    return _updated(outputs, (readme_points.ReadmeError, speed_table.SpeedTableError), "README.md: ", check)
 
 
 def checksums(check: bool, root: Path = DATA) -> Found:

@@ -28,7 +28,7 @@ from ..course import load_course
 from ..intake import misplaced_key
 from ..notebook import raw_grade_id
 from . import sample_students
-from .generated import shown, update
+from .generated import Files, shown, update_command
 from .sample_filling import (
     break_metadata,
     cell_surgery,
@@ -80,11 +80,11 @@ def report_name(recipe: Recipe) -> str:
     return misplaced_key(recipe.below.encode()) if recipe.filed_under else recipe.stem
 
 
-def outputs() -> dict[Path, bytes | None]:
+def outputs() -> Files:
     """What every file of the samples should hold; ``None`` for a notebook that no sample makes any more."""
     folder = sample_students.FOLDER
     written = sample_students.written_answers(folder)
-    wanted: dict[Path, bytes | None] = {}
+    wanted: Files = {}
     expected = {}
     for student, recipes in sample_students.load_students(folder).items():
         for recipe in recipes:
@@ -102,24 +102,17 @@ def outputs() -> dict[Path, bytes | None]:
     return wanted
 
 
+def summary(files: Files, stale: list[Path]) -> str:
+    """The line that ends a run: how many sample notebooks there are, and how many files changed."""
+    notebooks = sum(1 for path, data in files.items() if data is not None and path.suffix == ".ipynb")
+    return (f"{notebooks} sample notebooks under {shown(sample_students.FOLDER)}/ are up to date"
+            + (f" ({len(stale)} file(s) changed)." if stale else "."))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.build.samples", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="compare with the committed samples; write nothing")
-    args = parser.parse_args(argv)
-    try:
-        wanted = outputs()
-    except SampleError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    stale = [path for path, data in wanted.items() if update(path, data, check=args.check)]
-    notebooks = sum(1 for path, data in wanted.items() if data is not None and path.suffix == ".ipynb")
-    if args.check and stale:
-        print("out of date: run python -m autograder.build.samples (or make regen)")
-        return 1
-    print(f"{notebooks} sample notebooks under {shown(sample_students.FOLDER)}/ are up to date"
-          + (f" ({len(stale)} file(s) changed)." if stale else "."))
-    return 0
+    return update_command(parser, outputs, SampleError, summary=summary, argv=argv)
 
 
 if __name__ == "__main__":
