@@ -27,9 +27,10 @@ def _check_beam_arguments(input_ids, num_beams):
 
 @torch.no_grad()
 def _beam_search_variant(model, input_ids, *, num_beams, max_new_tokens, length_penalty=1.0, eos_token_id=None,
-                         tie_later_first=False, last_equal_wins=False, finish_at_limit=True,
-                         finished_keep_running=False, refill=True, stop_early=True):
-    """The textbook beam search with explicit Python lists, with switches that break one clause each."""
+                         wrong=None):
+    """The textbook beam search with explicit Python lists. ``wrong``, an id of beam_search's clause table
+    (autograder/reference/clauses/part_b_bert_gpt/decoding.toml), breaks that one clause as
+    _HOW_BEAM_SEARCH_GOES_WRONG says; None breaks none."""
     _check_beam_arguments(input_ids, num_beams)
     k, prompt = num_beams, input_ids[0].tolist()
     beams = [(0.0, [])]  # (log-probability, generated tokens), best first
@@ -39,63 +40,61 @@ def _beam_search_variant(model, input_ids, *, num_beams, max_new_tokens, length_
                           ).logits[:, -1].float().log_softmax(-1)
         totals = (torch.tensor([lp for lp, _ in beams], device=input_ids.device)[:, None] + log_probs).tolist()
         candidates = [(row[token], b, token) for b, row in enumerate(totals) for token in range(len(row))]
-        sign = -1 if tie_later_first else 1
+        sign = -1 if wrong == "tie_candidates" else 1
         candidates.sort(key=lambda c: (-c[0], sign * c[1], sign * c[2]))
         running = []
         for rank, (lp, b, token) in enumerate(candidates):
-            if rank >= k and (not refill or len(running) == k):
+            if rank >= k and (wrong == "refill" or len(running) == k):
                 break
             generated = beams[b][1] + [token]
             is_eos = token == eos_token_id
             if is_eos and rank < k:
                 finished.append((lp / t**length_penalty, generated))
-            if (is_eos and not finished_keep_running) or len(running) == k:
+            if (is_eos and wrong != "eos_finishes") or len(running) == k:
                 continue
-            if t == max_new_tokens and finish_at_limit and not is_eos:
+            if t == max_new_tokens and wrong != "limit" and not is_eos:
                 finished.append((lp / t**length_penalty, generated))
             running.append((lp, generated))
-        if (stop_early and len(finished) >= k) or not running:
+        if (wrong != "stop" and len(finished) >= k) or not running:
             break
         beams = running
-    if not finish_at_limit and not finished and max_new_tokens:
+    if wrong == "limit" and not finished and max_new_tokens:
         finished = [beams[0]]
     if not finished:
         return input_ids.clone()
     best = finished[0]
     for hypothesis in finished[1:]:
-        if hypothesis[0] > best[0] or (last_equal_wins and hypothesis[0] == best[0]):
+        if hypothesis[0] > best[0] or (wrong == "tie_result" and hypothesis[0] == best[0]):
             best = hypothesis
     return torch.tensor([prompt + best[1]], device=input_ids.device)
 
 
-def beam_search_later_tie_first(model, input_ids, **kwargs):
-    """Ranks tied candidates by the later beam, then the higher token id, first."""
-    return _beam_search_variant(model, input_ids, tie_later_first=True, **kwargs)
+# What _beam_search_variant does with each clause it can break: the docstrings of its mutants.
+_HOW_BEAM_SEARCH_GOES_WRONG = {
+    "tie_candidates": "Ranks tied candidates by the later beam, then the higher token id, first.",
+    "tie_result": "Of finished hypotheses with equal scores, returns the one that finished last.",
+    "limit": "Scores only the hypotheses that end in eos (the best running beam when none did).",
+    "eos_finishes": "A candidate ending in eos is scored but also stays among the running beams, which it extends.",
+    "refill": "Only the unfinished candidates among the k best run on: finished ones are not replaced.",
+    "stop": "Runs until max_new_tokens (or no beam runs), even when k hypotheses have finished.",
+}
 
 
-def beam_search_last_equal_score_wins(model, input_ids, **kwargs):
-    """Of finished hypotheses with equal scores, returns the one that finished last."""
-    return _beam_search_variant(model, input_ids, last_equal_wins=True, **kwargs)
+def _beam_search_wrong_in(clause):
+    """The beam_search that is _beam_search_variant wrong in ``clause`` only."""
+    def mutant(model, input_ids, **kwargs):
+        return _beam_search_variant(model, input_ids, wrong=clause, **kwargs)
+    mutant.__name__ = mutant.__qualname__ = f"beam_search_wrong_in_{clause}"
+    mutant.__doc__ = _HOW_BEAM_SEARCH_GOES_WRONG[clause]
+    return mutant
 
 
-def beam_search_no_finish_at_limit(model, input_ids, **kwargs):
-    """Scores only the hypotheses that end in eos (the best running beam when none did)."""
-    return _beam_search_variant(model, input_ids, finish_at_limit=False, **kwargs)
-
-
-def beam_search_finished_keep_running(model, input_ids, **kwargs):
-    """A candidate ending in eos is scored but also stays among the running beams, which it extends."""
-    return _beam_search_variant(model, input_ids, finished_keep_running=True, **kwargs)
-
-
-def beam_search_no_refill(model, input_ids, **kwargs):
-    """Only the unfinished candidates among the k best run on: finished ones are not replaced."""
-    return _beam_search_variant(model, input_ids, refill=False, **kwargs)
-
-
-def beam_search_never_stops_early(model, input_ids, **kwargs):
-    """Runs until max_new_tokens (or no beam runs), even when k hypotheses have finished."""
-    return _beam_search_variant(model, input_ids, stop_early=False, **kwargs)
+beam_search_later_tie_first = _beam_search_wrong_in("tie_candidates")
+beam_search_last_equal_score_wins = _beam_search_wrong_in("tie_result")
+beam_search_no_finish_at_limit = _beam_search_wrong_in("limit")
+beam_search_finished_keep_running = _beam_search_wrong_in("eos_finishes")
+beam_search_no_refill = _beam_search_wrong_in("refill")
+beam_search_never_stops_early = _beam_search_wrong_in("stop")
 
 
 def beam_search_decodes_first_row(model, input_ids, **kwargs):
@@ -128,32 +127,31 @@ def sample_ignores_temperature(logits, *, temperature=1.0, **kwargs):
 
 
 @torch.no_grad()
-def greedy_without_eos_padding(model, input_ids, max_new_tokens, eos_token_id=None):
-    """Stops when every row has produced eos, but finished rows keep generating freely."""
+def _greedy_variant(model, input_ids, max_new_tokens, eos_token_id=None, *, wrong):
+    """Greedy decoding of a batch of prompts, wrong in ``wrong``, an id of greedy_decode's clause table:
+    "eos_padding" (finished rows are not padded with eos) or "early_stop" (no stop when every row is done)."""
     sequences = input_ids
     finished = torch.zeros(input_ids.size(0), dtype=torch.bool, device=input_ids.device)
     for _ in range(max_new_tokens):
         next_token = model(input_ids=sequences).logits[:, -1].argmax(-1)
         if eos_token_id is not None:
+            if wrong != "eos_padding":
+                next_token = next_token.masked_fill(finished, eos_token_id)
             finished |= next_token == eos_token_id
         sequences = torch.cat([sequences, next_token[:, None]], dim=1)
-        if finished.all():
+        if finished.all() and wrong != "early_stop":
             break
     return sequences
 
 
-@torch.no_grad()
+def greedy_without_eos_padding(model, input_ids, max_new_tokens, eos_token_id=None):
+    """Stops when every row has produced eos, but finished rows keep generating freely."""
+    return _greedy_variant(model, input_ids, max_new_tokens, eos_token_id, wrong="eos_padding")
+
+
 def greedy_never_stops_early(model, input_ids, max_new_tokens, eos_token_id=None):
     """Pads finished rows with eos, but always runs max_new_tokens steps."""
-    sequences = input_ids
-    finished = torch.zeros(input_ids.size(0), dtype=torch.bool, device=input_ids.device)
-    for _ in range(max_new_tokens):
-        next_token = model(input_ids=sequences).logits[:, -1].argmax(-1)
-        if eos_token_id is not None:
-            next_token = next_token.masked_fill(finished, eos_token_id)
-            finished |= next_token == eos_token_id
-        sequences = torch.cat([sequences, next_token[:, None]], dim=1)
-    return sequences
+    return _greedy_variant(model, input_ids, max_new_tokens, eos_token_id, wrong="early_stop")
 
 
 def beam_search_with_lists(model, input_ids, **kwargs):
@@ -278,17 +276,24 @@ def sample_without_argument_checks(logits, *, temperature=1.0, top_k=None, top_p
 sample_next_token_on_cpu = _on_cpu(decoding.sample_next_token)
 
 
-def _sample_with_kth_best(logits, kth_best, *, temperature, top_k, top_p, generator):
-    """The reference sampler, with top-k's threshold taken from ``kth_best(scores, k)`` [B, 1]."""
+def _sample_with_top_k(logits, keep_top_k, *, temperature, top_k, top_p, generator):
+    """The reference sampler, with top-k done by ``keep_top_k(scores, k)``: the scores [B, V] with every
+    token it drops at -inf."""
     if temperature < 0 or (top_k is not None and top_k < 1):
         raise ValueError("temperature must be >= 0 and top_k >= 1")
     if temperature == 0:
         return logits.argmax(dim=-1)
     scores = logits.float() / temperature
     if top_k is not None:
-        scores = scores.masked_fill(scores < kth_best(scores, top_k), float("-inf"))
+        scores = keep_top_k(scores, top_k)
     probs = decoding.next_token_distribution(scores, top_p=top_p)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+def _sample_with_kth_best(logits, kth_best, **kwargs):
+    """The reference sampler, with top-k's threshold taken from ``kth_best(scores, k)`` [B, 1]."""
+    return _sample_with_top_k(
+        logits, lambda scores, k: scores.masked_fill(scores < kth_best(scores, k), float("-inf")), **kwargs)
 
 
 def sample_top_k_by_topk(logits, *, temperature=1.0, top_k=None, top_p=None, generator=None):
@@ -307,16 +312,11 @@ def sample_top_k_from_ascending_sort(logits, *, temperature=1.0, top_k=None, top
 def sample_top_k_exactly_k(logits, *, temperature=1.0, top_k=None, top_p=None, generator=None):
     """Keeps exactly the k tokens whose indices torch.topk returns: of the tokens tied with the k-th
     highest score, only those topk happened to pick survive."""
-    if temperature < 0 or (top_k is not None and top_k < 1):
-        raise ValueError("temperature must be >= 0 and top_k >= 1")
-    if temperature == 0:
-        return logits.argmax(dim=-1)
-    scores = logits.float() / temperature
-    if top_k is not None:
-        chosen = scores.topk(min(top_k, scores.size(-1)), dim=-1).indices
-        scores = torch.full_like(scores, float("-inf")).scatter(-1, chosen, scores.gather(-1, chosen))
-    probs = decoding.next_token_distribution(scores, top_p=top_p)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    def keep_topk_indices(scores, k):
+        chosen = scores.topk(min(k, scores.size(-1)), dim=-1).indices
+        return torch.full_like(scores, float("-inf")).scatter(-1, chosen, scores.gather(-1, chosen))
+    return _sample_with_top_k(logits, keep_topk_indices,
+                              temperature=temperature, top_k=top_k, top_p=top_p, generator=generator)
 
 
 def sample_greedy_ties_to_highest_id(logits, *, temperature=1.0, **kwargs):

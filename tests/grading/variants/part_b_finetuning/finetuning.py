@@ -2,6 +2,8 @@
 freezing, and the training and evaluation loops."""
 from __future__ import annotations
 
+from unittest import mock
+
 import torch
 
 from autograder.reference import finetuning
@@ -29,21 +31,9 @@ def freeze_without_reset(model, num_layers, *, freeze_embeddings=True):
 
 
 def train_epoch_without_zero_grad(model, loader, optimizer, scheduler=None, *, max_grad_norm=1.0):
-    model.train()
-    device = next(model.parameters()).device
-    batch_losses = []
-    for batch in loader:
-        loss = model(**{k: v.to(device) for k, v in batch.items()}).loss
-        loss.backward()
-        if max_grad_norm is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-        optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
-        batch_losses.append(loss.item())
-    if not batch_losses:
-        raise ValueError("empty loader")
-    return sum(batch_losses) / len(batch_losses)
+    # the reference's optimizer.zero_grad() now does nothing: every batch's gradients add to the earlier ones'
+    with mock.patch.object(optimizer, "zero_grad", lambda set_to_none=True: None):
+        return finetuning.train_epoch(model, loader, optimizer, scheduler, max_grad_norm=max_grad_norm)
 
 
 def train_epoch_without_clipping(model, loader, optimizer, scheduler=None, *, max_grad_norm=1.0):
@@ -72,18 +62,15 @@ def evaluate_mean_of_batches(model, loader):
 
 
 def evaluate_without_eval_mode(model, loader):
-    model.eval = lambda: model  # the reference's model.eval() now does nothing
-    try:
+    with mock.patch.object(model, "eval", lambda: model):  # the reference's model.eval() now does nothing
         return finetuning.evaluate(model, loader)
-    finally:
-        del model.eval
 
 
 # ---------------------------------------------------------------- correct, written differently
 def train_epoch_clipping_by_hand(model, loader, optimizer, scheduler=None, *, max_grad_norm=1.0):
     model.train()
     device = next(model.parameters()).device
-    losses_ = []
+    total, batches = 0.0, 0
     for batch in loader:
         optimizer.zero_grad(set_to_none=True)
         loss = model(**{k: v.to(device) for k, v in batch.items()}).loss
@@ -97,10 +84,11 @@ def train_epoch_clipping_by_hand(model, loader, optimizer, scheduler=None, *, ma
         optimizer.step()
         if scheduler is not None:
             scheduler.step()
-        losses_.append(loss.item())
-    if not losses_:
+        total += loss.item()
+        batches += 1
+    if not batches:
         raise ValueError("the loader yielded no batch")
-    return sum(losses_) / len(losses_)
+    return total / batches
 
 
 # ---------------------------------------------------------------- wrong in one clause each
@@ -183,28 +171,16 @@ def train_epoch_default_no_clipping(model, loader, optimizer, scheduler=None, *,
 
 
 def train_epoch_without_train_mode(model, loader, optimizer, scheduler=None, *, max_grad_norm=1.0):
-    model.train = lambda mode=True: model  # the reference's model.train() now does nothing
-    try:
+    with mock.patch.object(model, "train", lambda mode=True: model):  # the reference's model.train() now does nothing
         return finetuning.train_epoch(model, loader, optimizer, scheduler, max_grad_norm=max_grad_norm)
-    finally:
-        del model.train
 
 
 def train_epoch_weighted_by_examples(model, loader, optimizer, scheduler=None, *, max_grad_norm=1.0):
-    model.train()
-    device = next(model.parameters()).device
     total, examples = 0.0, 0
     for batch in loader:
-        batch = {k: v.to(device) for k, v in batch.items()}
-        optimizer.zero_grad()
-        loss = model(**batch).loss
-        loss.backward()
-        if max_grad_norm is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-        optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
-        total += loss.item() * len(batch["labels"])
+        # the reference on a loader of one batch takes exactly its step on that batch and returns that batch's loss
+        loss = finetuning.train_epoch(model, [batch], optimizer, scheduler, max_grad_norm=max_grad_norm)
+        total += loss * len(batch["labels"])
         examples += len(batch["labels"])
     if not examples:
         raise ValueError("the loader yielded no batch")
@@ -220,23 +196,17 @@ def train_epoch_empty_is_zero(model, loader, optimizer, scheduler=None, *, max_g
     return finetuning.train_epoch(model, loader, optimizer, scheduler, max_grad_norm=max_grad_norm) if loader else 0.0
 
 
+def _batches_left_in_place():
+    """Inside the block, the reference's train_epoch and evaluate leave each batch where it is: both move
+    batches to the model's device with their helper _to_device, which this replaces by a copy (should the
+    reference lose that helper, the patch raises AttributeError instead of leaving the batches moved)."""
+    return mock.patch.object(finetuning, "_to_device", lambda batch, device: dict(batch))
+
+
 def train_epoch_batches_left_in_place(model, loader, optimizer, scheduler=None, *, max_grad_norm=1.0):
     """Never moves the batches to the model's device."""
-    model.train()
-    batch_losses = []
-    for batch in loader:
-        optimizer.zero_grad()
-        loss = model(**batch).loss
-        loss.backward()
-        if max_grad_norm is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-        optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
-        batch_losses.append(loss.item())
-    if not batch_losses:
-        raise ValueError("the loader yielded no batch")
-    return sum(batch_losses) / len(batch_losses)
+    with _batches_left_in_place():
+        return finetuning.train_epoch(model, loader, optimizer, scheduler, max_grad_norm=max_grad_norm)
 
 
 def evaluate_returns_tensor(model, loader):
@@ -248,18 +218,9 @@ def evaluate_empty_is_zero(model, loader):
     return finetuning.evaluate(model, loader) if loader else 0.0
 
 
-@torch.no_grad()
 def evaluate_batches_left_in_place(model, loader):
-    model.eval()
-    correct, total = 0, 0
-    for batch in loader:
-        batch = dict(batch)
-        labels = batch.pop("labels")
-        correct += int((model(**batch).logits.argmax(-1) == labels).sum())
-        total += labels.numel()
-    if not total:
-        raise ValueError("the loader yielded no example")
-    return correct / total
+    with _batches_left_in_place():
+        return finetuning.evaluate(model, loader)
 
 
 @torch.no_grad()
