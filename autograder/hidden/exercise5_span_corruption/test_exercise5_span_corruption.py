@@ -26,6 +26,7 @@ from autograder.suite import (
     on_devices,
     within_sigma,
 )
+from autograder.hidden._shared import _expect_draws_from_the_generator, _expect_draws_from_the_global_generator
 
 SENTINELS = [32099 - i for i in range(40)]  # T5's <extra_id_0>, <extra_id_1>, ...
 
@@ -123,22 +124,16 @@ def test_random_spans_noise_mask_randomness_comes_from_generator(student, device
     first = _noise_masks(student, 100, device, seed=1, repeat=2)
     again = _noise_masks(student, 100, device, seed=1)
     other = _noise_masks(student, 100, device, seed=2)
-    expect(torch.equal(first[0], again[0]),
-           "two calls with generators seeded alike gave different masks: draw every random number from "
-           "generator (torch.randperm(n, generator=generator, device=generator.device))")
-    expect(not torch.equal(first[0], other[0]), "generators with different seeds gave the same mask")
-    expect(not torch.equal(first[0], first[1]),
-           "two consecutive calls with one generator gave the same mask: draw from the generator, do not re-seed")
+    _expect_draws_from_the_generator(first, again, other, differ="gave different masks", same="gave the same mask",
+                                     hint="draw every random number from generator (torch.randperm(n, "
+                                          "generator=generator, device=generator.device))")
     # generator=None: PyTorch's global generator, so its seed decides, and the mask is on the CPU
     seeded, alike, unlike = (
         expect_tensor(student.probe("seeded_call", name="random_spans_noise_mask", args=[100], seed=seed,
                                     global_generator=True)["values"][0], dtype=torch.bool, shape=(100,),
                       device="cpu", what="random_spans_noise_mask(100) with generator=None (a BoolTensor on the CPU)")
         for seed in (3, 3, 4))
-    expect(torch.equal(seeded, alike), "with generator=None, two calls after seeding PyTorch's global generator "
-                                       "alike gave different masks: None means the global generator")
-    expect(not torch.equal(seeded, unlike), "with generator=None, the seed of PyTorch's global generator made no "
-                                            "difference: None means the global generator, not one of your own")
+    _expect_draws_from_the_global_generator(seeded, alike, unlike, differ="gave different masks")
 
 
 @graded("test_random_spans_noise_mask")
@@ -263,15 +258,18 @@ def _rounded(losses: torch.Tensor) -> list[float]:
     return [round(value, 4) + 0.0 for value in losses.tolist()]  # + 0.0 shows -0.0 as 0.0
 
 
-def _expect_span_losses(actual, logits: torch.Tensor, targets: torch.Tensor, *, what: str,
-                        atol: float = 1e-4, rtol: float = 1e-5) -> None:
-    """One float32 loss per row, on the device of the logits, not NaN, equal to the reference's."""
+def _expect_span_losses(student, logits: torch.Tensor, targets: torch.Tensor, *, what: str,
+                        atol: float = 1e-4, rtol: float = 1e-5) -> torch.Tensor:
+    """The student's losses of ``logits`` and ``targets``: one float32 loss per row, on the device
+    of the logits, not NaN, equal to the reference's."""
+    actual = student.call(logits, targets)
     expected = span_corruption.span_corruption_loss(logits, targets)
     expect_tensor(actual, dtype=torch.float32, shape=(logits.size(0),), device=logits.device,
                   what=f"{what} (a float32 tensor [B], one loss per row, on the device of logits)")
     for bad, word in [(torch.isnan(actual), "NaN"), (torch.isinf(actual), "infinite")]:
         expect(not bool(bad.any()), f"{what} is {word} at rows {bad.nonzero().flatten().tolist()}")
     expect_close(actual, expected, atol=atol, rtol=rtol, what=f"{what} (your per-row losses {_rounded(actual)})")
+    return actual
 
 
 @graded("test_span_corruption_loss")
@@ -282,10 +280,10 @@ def test_span_corruption_loss_matches_reference(student, device):
     for number, (lengths, width, vocab) in enumerate(cases):
         logits = _span_logits(len(lengths), width, vocab, seed=500 + number, device=device)
         targets = _span_targets(lengths, width, vocab, seed=520 + number, device=device)
+        what = (f"span_corruption_loss on logits {list(logits.shape)} with {lengths} scored targets per row "
+                "(each row: the sum of -log p(target) over its scored positions)")
         # tolerance: float32 rounding of a sum of up to 12 log-softmax values of size ~5
-        _expect_span_losses(student.call(logits, targets), logits, targets,
-                            what=f"span_corruption_loss on logits {list(logits.shape)} with {lengths} scored targets "
-                                 "per row (each row: the sum of -log p(target) over its scored positions)")
+        _expect_span_losses(student, logits, targets, what=what)
 
 
 @graded("test_span_corruption_loss")
@@ -296,8 +294,7 @@ def test_span_corruption_loss_padding_and_empty_rows(student, device):
     targets = _span_targets(lengths, width, vocab, seed=541, device=device)
     what = (f"span_corruption_loss with {lengths} scored targets per row (-100 is not scored; a row of padding "
             "only is 0.0)")
-    actual = student.call(logits, targets)
-    _expect_span_losses(actual, logits, targets, what=what)
+    actual = _expect_span_losses(student, logits, targets, what=what)
     empty = (targets == -100).all(dim=1)
     expect(bool((actual[empty] == 0).all()),
            f"span_corruption_loss gives rows with nothing scored {actual[empty].tolist()}; each must be 0.0")
@@ -305,11 +302,11 @@ def test_span_corruption_loss_padding_and_empty_rows(student, device):
     padded = (targets == -100).unsqueeze(-1)
     other = _span_logits(len(lengths), width, vocab, seed=542, device=device, scale=50.0)
     noisy = torch.where(padded, other, logits)
-    _expect_span_losses(student.call(noisy, targets), noisy, targets,
+    _expect_span_losses(student, noisy, targets,
                         what="span_corruption_loss with other logits at the padded positions (they are not scored)")
     nothing = torch.full((2, 4), -100, device=device)
     logits = _span_logits(2, 4, vocab, seed=543, device=device)
-    _expect_span_losses(student.call(logits, nothing), logits, nothing, atol=1e-7, rtol=0.0,
+    _expect_span_losses(student, logits, nothing, atol=1e-7, rtol=0.0,
                         what="span_corruption_loss of a batch with no scored target at all (0.0 per row, not NaN)")
 
 
@@ -322,11 +319,11 @@ def test_span_corruption_loss_scores_each_position_against_its_own_target(studen
     targets = _span_targets(lengths, width, vocab, seed=560, device=device)
     logits = torch.full((len(lengths), width, vocab), -10.0, device=device)
     logits.scatter_(-1, targets.clamp(min=0).unsqueeze(-1), 10.0)
-    _expect_span_losses(student.call(logits, targets), logits, targets, atol=1e-5, rtol=0.0,
+    _expect_span_losses(student, logits, targets, atol=1e-5, rtol=0.0,
                         what="span_corruption_loss on logits that put a score of 10 on targets[b, t] at position t "
                              "(logits[b, t] predicts targets[b, t]; there is no shift, unlike clm_loss)")
     logits = _span_logits(len(lengths), width, vocab, seed=561, device=device)
-    _expect_span_losses(student.call(logits, targets), logits, targets,
+    _expect_span_losses(student, logits, targets,
                         what=f"span_corruption_loss on random logits {list(logits.shape)} with {lengths} scored "
                              "targets per row (logits[b, t] is scored against targets[b, t])")
 
@@ -340,13 +337,13 @@ def test_span_corruption_loss_large_logits_and_other_dtypes(student, device):
     for name, logits in [("logits + 1000", base + 1000), ("1000 * logits", 1000 * base)]:
         # tolerance: float32 rounding; inputs near 1000 are only known to 6e-5 (one ulp), and a
         # log-sum-exp formulation is off by about that per target, 8 targets to a row
-        _expect_span_losses(student.call(logits, targets), logits, targets, atol=1e-3, rtol=1e-5,
+        _expect_span_losses(student, logits, targets, atol=1e-3, rtol=1e-5,
                             what=f"span_corruption_loss of {name} (use a log-softmax or log-sum-exp that "
                                  "subtracts the maximum)")
     for dtype in (torch.float16, torch.bfloat16, torch.float64):
         logits = base.to(dtype)
         # tolerance: float32 rounding of a sum of 8 terms; a loss computed in half precision is
         # off by ~1e-3 per target
-        _expect_span_losses(student.call(logits, targets), logits, targets, atol=2e-4, rtol=0.0,
+        _expect_span_losses(student, logits, targets, atol=2e-4, rtol=0.0,
                             what=f"span_corruption_loss of {dtype} logits (compute in float32: logits.float(); "
                                  "return float32)")

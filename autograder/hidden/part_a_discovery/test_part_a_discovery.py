@@ -161,9 +161,20 @@ def _wrong(name: str, given: dict, keys) -> list[str]:
     return [key for key in keys if given.get(key) not in accepted(name, key)]
 
 
-def _expect_answers(student, name: str, group: str, what: str, hint: str) -> None:
-    """The answers of ``name`` whose key is ``group``: a share of the points for each one right
+# The groups of answers the tests of the answer constants grade, one test each: the answer a group's
+# items share -> the constant, what the items are and a hint for a wrong one.
+ANSWER_GROUPS = {
+    "reuse": ("SPANISH_REUSE", "items an English speaker can reuse", "ask whether English already gave you this"),
+    "learn": ("SPANISH_REUSE", "items that must be learned fresh", "ask whether English has it at all"),
+    "general": ("TASK_CATEGORIES", "general skills", "ask whether every text needs it"),
+    "specific": ("TASK_CATEGORIES", "domain-specific skills", "ask whether it serves one domain only"),
+}
+
+
+def _expect_answers(student, group: str) -> None:
+    """The answers of the items of ``group`` (ANSWER_GROUPS): a share of the points for each one right
     (a defensible alternative that ``answers.ACCEPTED`` names counts as right)."""
+    name, what, hint = ANSWER_GROUPS[group]
     key = getattr(answers, name)
     items = [item for item, answer in key.items() if answer == group]
     given = _answers_of(student, name, key)
@@ -176,23 +187,19 @@ def _expect_answers(student, name: str, group: str, what: str, hint: str) -> Non
 
 @graded("test_spanish_reuse")
 def test_spanish_reuse_what_transfers(student):
-    _expect_answers(student, "SPANISH_REUSE", "reuse", "items an English speaker can reuse",
-                    "ask whether English already gave you this")
+    _expect_answers(student, "reuse")
 
 
 @graded("test_spanish_reuse")
 def test_spanish_reuse_what_is_new(student):
-    _expect_answers(student, "SPANISH_REUSE", "learn", "items that must be learned fresh",
-                    "ask whether English has it at all")
+    _expect_answers(student, "learn")
 
 
 @graded("test_task_categories")
 def test_task_categories_general_skills(student):
-    _expect_answers(student, "TASK_CATEGORIES", "general", "general skills",
-                    "ask whether every text needs it")
+    _expect_answers(student, "general")
 
 
 @graded("test_task_categories")
 def test_task_categories_specific_skills(student):
-    _expect_answers(student, "TASK_CATEGORIES", "specific", "domain-specific skills",
-                    "ask whether it serves one domain only")
+    _expect_answers(student, "specific")

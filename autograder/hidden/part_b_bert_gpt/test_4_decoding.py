@@ -12,6 +12,7 @@ from autograder.reference import decoding
 from autograder.drivers import models, probes  # noqa: F401  (registers the fixtures and probes used below)
 from autograder.sandbox.fixtures import build_fixture, fixture
 from autograder.suite import expect, expect_tensor, graded, on_devices, within_sigma
+from autograder.hidden._shared import _expect_draws_from_the_generator, _expect_draws_from_the_global_generator
 
 from ._common import _gen, _randn
 
@@ -131,19 +132,12 @@ def test_sample_next_token_shapes_and_generator(student, device):
     first = _samples(student, logits, device, seed=41, repeat=2)
     again = _samples(student, logits, device, seed=41)
     other = _samples(student, logits, device, seed=42)
-    expect(torch.equal(first[0], again[0]),
-           "two calls with generators seeded alike drew different tokens: pass generator=generator to "
-           "torch.multinomial")
-    expect(not torch.equal(first[0], other[0]), "generators with different seeds drew the same 64 tokens")
-    expect(not torch.equal(first[0], first[1]),
-           "two consecutive calls with one generator drew the same 64 tokens: draw from the generator, do not re-seed")
+    _expect_draws_from_the_generator(first, again, other, differ="drew different tokens",
+                                     same="drew the same 64 tokens", hint="pass generator=generator to torch.multinomial")
     # generator=None: PyTorch's global generator, so its seed decides
     [seeded], [alike], [unlike] = (_samples(student, logits, device, seed=seed, global_generator=True)
                                    for seed in (43, 43, 44))
-    expect(torch.equal(seeded, alike), "with generator=None, two calls after seeding PyTorch's global generator "
-                                       "alike drew different tokens: None means the global generator")
-    expect(not torch.equal(seeded, unlike), "with generator=None, the seed of PyTorch's global generator made no "
-                                            "difference: None means the global generator, not one of your own")
+    _expect_draws_from_the_global_generator(seeded, alike, unlike, differ="drew different tokens")
     for kwargs in (dict(temperature=-0.5), dict(top_k=0), dict(top_p=1.5), dict(top_p=-0.1)):
         reply = student.probe("raises", name="sample_next_token", args=[logits.to(device)], kwargs=kwargs)
         setting = ", ".join(f"{k}={v}" for k, v in kwargs.items())
@@ -267,53 +261,52 @@ def _expect_tokens(actual, expected: torch.Tensor, what: str) -> None:
            detail=f"{what} is {actual.tolist()}, expected {expected.tolist()}")
 
 
+def _expect_decoding(student, decode, seed: int, device: str, prompt: torch.Tensor, *args, what: str,
+                     **kwargs) -> None:
+    """The student's decoding of ``prompt`` with the model of ``_decoder(seed, device)`` is the
+    reference's, ``decode(model, prompt, *args, **kwargs)`` (see ``_decoded``)."""
+    _expect_tokens(student.call(_decoder(seed, device), prompt, *args, **kwargs),
+                   _decoded(decode, seed, device, prompt, *args, **kwargs), what)
+
+
 @graded("test_greedy_decode")
 @on_devices
 @_settled
 def test_greedy_decode_matches_reference(student, device):
     for seed, (batch, length, new) in enumerate([(1, 4, 8), (3, 5, 6), (2, 1, 5)]):
-        prompt = _prompt(batch, length, seed=seed, device=device)
-        _expect_tokens(student.call(_decoder(seed, device), prompt, new),
-                       _decoded(decoding.greedy_decode, seed, device, prompt, new),
-                       f"greedy_decode(model, prompt {list(prompt.shape)}, max_new_tokens={new})")
+        _expect_decoding(student, decoding.greedy_decode, seed, device, _prompt(batch, length, seed=seed, device=device),
+                         new, what=f"greedy_decode(model, prompt [{batch}, {length}], max_new_tokens={new})")
 
 
 @graded("test_greedy_decode")
 @on_devices
 @_settled
 def test_greedy_decode_stops_at_eos(student, device):
-    ref = _decoder(1, device)
     prompt = _prompt(3, 4, seed=1, device=device)
     free = _decoded(decoding.greedy_decode, 1, device, prompt, 10)
     # eos = a token row 0 produces at its 3rd step: row 0 finishes early and is padded with eos
     eos = int(free[0, 4 + 2])
-    _expect_tokens(student.call(ref, prompt, 10, eos_token_id=eos),
-                   _decoded(decoding.greedy_decode, 1, device, prompt, 10, eos_token_id=eos),
-                   f"greedy_decode with eos_token_id={eos} (a finished row gets eos at every later step)")
+    _expect_decoding(student, decoding.greedy_decode, 1, device, prompt, 10, eos_token_id=eos,
+                     what=f"greedy_decode with eos_token_id={eos} (a finished row gets eos at every later step)")
     # one prompt that finishes at its 4th step: decoding stops there
-    single = prompt[2:3]
     eos = int(free[2, 4 + 3])
-    expected = _decoded(decoding.greedy_decode, 1, device, single, 10, eos_token_id=eos)
-    _expect_tokens(student.call(ref, single, 10, eos_token_id=eos), expected,
-                   f"greedy_decode with eos_token_id={eos} (stop as soon as every row has produced eos)")
+    _expect_decoding(student, decoding.greedy_decode, 1, device, prompt[2:3], 10, eos_token_id=eos,
+                     what=f"greedy_decode with eos_token_id={eos} (stop as soon as every row has produced eos)")
 
 
 @graded("test_greedy_decode")
 @on_devices
 @_settled
 def test_greedy_decode_edge_cases(student, device):
-    ref = _decoder(2, device)
     prompt = _prompt(2, 3, seed=2, device=device)
-    _expect_tokens(student.call(ref, prompt, 0), prompt.clone(),
+    _expect_tokens(student.call(_decoder(2, device), prompt, 0), prompt.clone(),
                    "greedy_decode with max_new_tokens=0 (the prompts unchanged)")
     first = _decoded(decoding.greedy_decode, 2, device, prompt[:1], 1)
     eos = int(first[0, -1])
-    _expect_tokens(student.call(ref, prompt[:1], 5, eos_token_id=eos),
-                   _decoded(decoding.greedy_decode, 2, device, prompt[:1], 5, eos_token_id=eos),
-                   "greedy_decode when eos is the very first generated token")
-    one = _prompt(1, 1, seed=3, device=device)
-    _expect_tokens(student.call(ref, one, 4), _decoded(decoding.greedy_decode, 2, device, one, 4),
-                   "greedy_decode from a one-token prompt")
+    _expect_decoding(student, decoding.greedy_decode, 2, device, prompt[:1], 5, eos_token_id=eos,
+                     what="greedy_decode when eos is the very first generated token")
+    _expect_decoding(student, decoding.greedy_decode, 2, device, _prompt(1, 1, seed=3, device=device), 4,
+                     what="greedy_decode from a one-token prompt")
 
 
 # =============================================================== beam_search
@@ -368,9 +361,11 @@ TIES = _bigram({6: {1: 0.3, 2: 0.3, 3: 0.3, 0: 0.1}, 1: {0: 0.6, 5: 0.4}, 2: {0:
                 3: {0: 0.99, 5: 0.01}, 5: {0: 1.0}})
 
 
-def _expect_beam(student, model: dict, prompt: torch.Tensor, expected, device: str, why: str, **kwargs) -> None:
+def _expect_beam(student, log_probs: torch.Tensor, expected, device: str, why: str, **kwargs) -> None:
+    """beam_search(**kwargs) of the prompt [[6]] on the hand-made model ``log_probs`` is ``expected``."""
     expected = torch.as_tensor(expected, device=device)
-    _expect_tokens(student.call(model, prompt, **kwargs), expected,
+    prompt = torch.tensor([[6]], device=device)
+    _expect_tokens(student.call(_bigram_model(log_probs, device), prompt, **kwargs), expected,
                    f"beam_search({', '.join(f'{k}={v}' for k, v in kwargs.items())}) {why}")
 
 
@@ -379,39 +374,33 @@ def _expect_beam(student, model: dict, prompt: torch.Tensor, expected, device: s
 @_settled
 def test_beam_search_width_on_seeded_decoders(student, device):
     for seed, (length, beams, new) in [(0, (4, 2, 6)), (3, (4, 3, 5)), (5, (1, 4, 4))]:
-        prompt = _prompt(1, length, seed=seed, device=device)
-        kwargs = dict(num_beams=beams, max_new_tokens=new)
-        _expect_tokens(student.call(_decoder(seed, device), prompt, **kwargs),
-                       _decoded(decoding.beam_search, seed, device, prompt, **kwargs),
-                       f"beam_search(num_beams={beams}, max_new_tokens={new}) without eos (keep the "
-                       f"{beams} most likely candidates at every step)")
+        _expect_decoding(student, decoding.beam_search, seed, device, _prompt(1, length, seed=seed, device=device),
+                         num_beams=beams, max_new_tokens=new,
+                         what=f"beam_search(num_beams={beams}, max_new_tokens={new}) without eos (keep the "
+                              f"{beams} most likely candidates at every step)")
     for seed, beams in [(6, 2), (7, 3), (2, 5)]:
         prompt = _prompt(1, 4, seed=seed, device=device)
         free = _decoded(decoding.beam_search, seed, device, prompt, num_beams=beams, max_new_tokens=8)
         eos = int(free[0, 4 + 2])  # a token the best beam wants early
-        kwargs = dict(num_beams=beams, max_new_tokens=8, eos_token_id=eos)
-        _expect_tokens(student.call(_decoder(seed, device), prompt, **kwargs),
-                       _decoded(decoding.beam_search, seed, device, prompt, **kwargs),
-                       f"beam_search(num_beams={beams}, max_new_tokens=8, eos_token_id={eos})")
+        _expect_decoding(student, decoding.beam_search, seed, device, prompt, num_beams=beams, max_new_tokens=8,
+                         eos_token_id=eos, what=f"beam_search(num_beams={beams}, max_new_tokens=8, eos_token_id={eos})")
 
 
 @graded("test_beam_search")
 @on_devices
 def test_beam_search_eos_refill_and_stopping(student, device):
-    prompt = torch.tensor([[6]], device=device)
-    model = _bigram_model(REFILL_AND_STOP, device)
-    _expect_beam(student, model, prompt, [[6, 2, 0]], device,
+    _expect_beam(student, REFILL_AND_STOP, [[6, 2, 0]], device,
                  "on a hand-made model: a candidate ending in eos finishes and leaves the beam, the beam is "
                  "refilled to num_beams from the next-best unfinished candidates, and the search stops as soon "
                  "as num_beams hypotheses have finished",
                  num_beams=2, max_new_tokens=6, eos_token_id=EOS)
-    _expect_beam(student, _bigram_model(LENGTH_LIMIT, device), prompt, [[6, 1, 3]], device,
+    _expect_beam(student, LENGTH_LIMIT, [[6, 1, 3]], device,
                  "on a hand-made model: at max_new_tokens every running beam is finished (L = max_new_tokens) "
                  "and competes with the hypotheses that ended in eos",
                  num_beams=2, max_new_tokens=2, eos_token_id=EOS)
     # without eos, token 0 is a token like any other ("eos eos", -0.916, is the most likely pair) and
     # only the length limit finishes hypotheses
-    _expect_beam(student, model, prompt, [[6, 0, 0]], device,
+    _expect_beam(student, REFILL_AND_STOP, [[6, 0, 0]], device,
                  "on a hand-made model without eos_token_id (only the length limit finishes hypotheses)",
                  num_beams=2, max_new_tokens=2)
 
@@ -420,33 +409,27 @@ def test_beam_search_eos_refill_and_stopping(student, device):
 @on_devices
 @_settled
 def test_beam_search_length_penalty(student, device):
-    prompt = torch.tensor([[6]], device=device)
-    model = _bigram_model(LENGTH_SIGNS, device)
     for alpha, expected in LENGTH_SIGN_ANSWERS.items():
-        _expect_beam(student, model, prompt, expected, device,
+        _expect_beam(student, LENGTH_SIGNS, expected, device,
                      "on a hand-made model (score = log-probability / L ** length_penalty, L = generated tokens "
                      "including eos: length_penalty > 0 favours longer hypotheses, < 0 shorter ones)",
                      num_beams=3, max_new_tokens=6, length_penalty=alpha, eos_token_id=EOS)
-    ref = _decoder(4, device)
     prompt = _prompt(1, 3, seed=4, device=device)
     free = _decoded(decoding.beam_search, 4, device, prompt, num_beams=3, max_new_tokens=8)
     eos = int(free[0, 3 + 3])
     for alpha in (-1.0, 0.0, 2.0):
-        kwargs = dict(num_beams=3, max_new_tokens=8, length_penalty=alpha, eos_token_id=eos)
-        _expect_tokens(student.call(ref, prompt, **kwargs),
-                       _decoded(decoding.beam_search, 4, device, prompt, **kwargs),
-                       f"beam_search(num_beams=3, length_penalty={alpha}, eos_token_id={eos})")
+        _expect_decoding(student, decoding.beam_search, 4, device, prompt, num_beams=3, max_new_tokens=8,
+                         length_penalty=alpha, eos_token_id=eos,
+                         what=f"beam_search(num_beams=3, length_penalty={alpha}, eos_token_id={eos})")
 
 
 @graded("test_beam_search")
 @on_devices
 def test_beam_search_tie_rule(student, device):
-    prompt = torch.tensor([[6]], device=device)
-    model = _bigram_model(TIES, device)
-    _expect_beam(student, model, prompt, [[6, 1, 0]], device,
+    _expect_beam(student, TIES, [[6, 1, 0]], device,
                  "on a hand-made model where tokens 1, 2 and 3 tie exactly: of tied candidates the lower "
                  "token id ranks first", num_beams=1, max_new_tokens=4, eos_token_id=EOS)
-    _expect_beam(student, model, prompt, [[6, 1, 0]], device,
+    _expect_beam(student, TIES, [[6, 1, 0]], device,
                  "on a hand-made model with exact ties: tied candidates rank by beam (earlier first), then "
                  "token id (lower first), and of equal scores the hypothesis that finished first wins",
                  num_beams=2, max_new_tokens=4, eos_token_id=EOS)

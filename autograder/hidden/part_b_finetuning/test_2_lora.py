@@ -16,11 +16,14 @@ from ._common import _classifier, _gen, _key, _once, _raised
 
 
 # =============================================================== LoRALinear
-def _lora(student, device: str, *, reference: bool = True, **params):
-    """The student's record and (when ``reference``) the reference's, of ``drive_lora_layer``."""
-    actual = student.probe("lora_layer", class_name="LoRALinear", device=device, **params)
-    expected = probes.drive_lora_layer(lora.LoRALinear, device=device, **params) if reference else None
-    return actual, expected
+def _lora(student, device: str, **params):
+    """The student's record of ``drive_lora_layer``."""
+    return student.probe("lora_layer", class_name="LoRALinear", device=device, **params)
+
+
+def _lora_and_reference(student, device: str, **params):
+    """The student's record of ``drive_lora_layer``, and the reference's."""
+    return _lora(student, device, **params), probes.drive_lora_layer(lora.LoRALinear, device=device, **params)
 
 
 def _lora_x(*shape: int, seed: int, device: str) -> torch.Tensor:
@@ -32,7 +35,8 @@ def _lora_x(*shape: int, seed: int, device: str) -> torch.Tensor:
 def test_lora_linear_starts_as_the_base_layer(student, device):
     for seed, (d_in, d_out, r, alpha, x_shape) in enumerate([(12, 7, 4, 8, (3, 12)), (5, 9, 1, 1, (2, 4, 5))]):
         x = _lora_x(*x_shape, seed=seed, device=device)
-        actual, expected = _lora(student, device, in_features=d_in, out_features=d_out, r=r, alpha=alpha, x=x, seed=seed)
+        actual, expected = _lora_and_reference(student, device, in_features=d_in, out_features=d_out, r=r, alpha=alpha,
+                                               x=x, seed=seed)
         # tolerance: float32 rounding (B = 0 makes the update exactly zero)
         expect_close(actual["initial_output"], expected["base_output"], atol=1e-6, rtol=1e-6,
                      what=f"LoRALinear(base, r={r}, alpha={alpha})(x) right after construction (lora_B starts "
@@ -46,7 +50,7 @@ def test_lora_linear_starts_as_the_base_layer(student, device):
 def test_lora_linear_parameters_and_freezing(student, device):
     d_in, d_out, r = 10, 6, 3
     x = _lora_x(2, d_in, seed=5, device=device)
-    actual, _ = _lora(student, device, in_features=d_in, out_features=d_out, r=r, alpha=6, x=x, reference=False)
+    actual = _lora(student, device, in_features=d_in, out_features=d_out, r=r, alpha=6, x=x)
     initial, requires_grad = actual["initial"], actual["requires_grad"]
     for name, shape in (("lora_A", (r, d_in)), ("lora_B", (d_out, r))):
         expect(name in initial, f"LoRALinear must have an nn.Parameter named {name}; its parameters are {sorted(initial)}")
@@ -60,8 +64,7 @@ def test_lora_linear_parameters_and_freezing(student, device):
     expect_equal(actual["trainable"], lora.lora_parameter_count(d_in, d_out, r),
                  what="the number of trainable parameter elements of LoRALinear (r * (in_features + out_features))")
     try:
-        student.probe("lora_layer", class_name="LoRALinear", device=device, in_features=d_in, out_features=d_out,
-                      r=0, alpha=6, x=x)
+        _lora(student, device, in_features=d_in, out_features=d_out, r=0, alpha=6, x=x)
         raised = None
     except StudentError as err:
         raised = err.type_name
@@ -73,8 +76,8 @@ def test_lora_linear_parameters_and_freezing(student, device):
 @on_devices
 def test_lora_linear_initialises_A_kaiming_uniform(student, device):
     d_in, d_out, r = 256, 8, 16
-    x = _lora_x(1, d_in, seed=6, device=device)
-    actual, _ = _lora(student, device, in_features=d_in, out_features=d_out, r=r, alpha=16, x=x, reference=False)
+    actual = _lora(student, device, in_features=d_in, out_features=d_out, r=r, alpha=16,
+                   x=_lora_x(1, d_in, seed=6, device=device))
     a = actual["initial"].get("lora_A")
     expect(a is not None and tuple(a.shape) == (r, d_in), "LoRALinear must have lora_A of shape [r, in_features]")
     a = a.double().flatten().cpu()
@@ -102,12 +105,11 @@ def test_lora_linear_forward_with_trained_weights(student, device):
                        lora_B=torch.randn(d_out, r, generator=g).to(device))
         x = _lora_x(*x_shape, seed=seed, device=device)
         grad_output = torch.ones(*x_shape[:-1], d_out, device=device)
-        actual, expected = _lora(student, device, in_features=d_in, out_features=d_out, r=r, alpha=alpha, x=x,
-                                 seed=seed, grad_output=grad_output, **weights)
+        actual, expected = _lora_and_reference(student, device, in_features=d_in, out_features=d_out, r=r, alpha=alpha,
+                                               x=x, seed=seed, grad_output=grad_output, **weights)
+        what = f"LoRALinear(r={r}, alpha={alpha}) with non-zero lora_A, lora_B (base(x) + (x A^T B^T) * alpha / r)"
         # tolerance: float32 rounding of three small matrix products
-        expect_close(actual["output"], expected["output"], atol=1e-5, rtol=1e-5,
-                     what=f"LoRALinear(r={r}, alpha={alpha}) with non-zero lora_A, lora_B "
-                          "(base(x) + (x A^T B^T) * alpha / r)")
+        expect_close(actual["output"], expected["output"], atol=1e-5, rtol=1e-5, what=what)
 
 
 @graded("test_lora_linear")
@@ -119,8 +121,8 @@ def test_lora_linear_gradients_reach_only_A_and_B(student, device):
                    lora_B=torch.randn(d_out, r, generator=g).to(device))
     x = _lora_x(4, d_in, seed=21, device=device)
     grad_output = torch.randn(4, d_out, generator=g).to(device)
-    actual, expected = _lora(student, device, in_features=d_in, out_features=d_out, r=r, alpha=alpha, x=x,
-                             grad_output=grad_output, **weights)
+    actual, expected = _lora_and_reference(student, device, in_features=d_in, out_features=d_out, r=r, alpha=alpha, x=x,
+                                           grad_output=grad_output, **weights)
     for name in ("lora_A", "lora_B"):
         grad = actual["grads"].get(name)
         expect(grad is not None, f"{name} received no gradient: it must take part in forward()")

@@ -89,40 +89,36 @@ def test_model_for_task_sequence_to_sequence(student):
 SEE_B5 = "(see the handout's B5 table of typical values)"
 
 
-def _in_range(config: dict, key: str) -> bool:
+def _expect_in_range(config: dict, key: str, *, sound_range: str = "the sound range", quoted: bool = True) -> None:
+    """FINETUNE_CONFIG[key] is a number in the key's range. The message names the range only as
+    ``sound_range`` and points to the handout; when ``quoted``, it repeats the student's value."""
     low, high = answers.FINETUNE_RANGES[key]
     value = config.get(key)
-    return type(value) in (int, float) and low <= value <= high
+    given = f" = {value!r}" if quoted else ""
+    expect(type(value) in (int, float) and low <= value <= high,
+           f"FINETUNE_CONFIG[{key!r}]{given} is outside {sound_range} {SEE_B5}",
+           detail=f"FINETUNE_CONFIG[{key!r}] = {value!r} is outside [{low:g}, {high:g}]")
 
 
 @graded("test_finetune_config")
 def test_finetune_config_learning_rate_and_warmup(student):
     config = _constant(student, "FINETUNE_CONFIG")
     for key in ("learning_rate", "warmup_ratio"):
-        low, high = answers.FINETUNE_RANGES[key]
-        expect(_in_range(config, key), f"FINETUNE_CONFIG[{key!r}] = {config.get(key)!r} is outside the sound "
-                                       f"range for fine-tuning a pre-trained encoder {SEE_B5}",
-               detail=f"FINETUNE_CONFIG[{key!r}] = {config.get(key)!r} is outside [{low:g}, {high:g}]")
+        _expect_in_range(config, key, sound_range="the sound range for fine-tuning a pre-trained encoder")
 
 
 @graded("test_finetune_config")
 def test_finetune_config_batch_and_epochs(student):
     config = _constant(student, "FINETUNE_CONFIG")
     for key in ("per_device_train_batch_size", "num_train_epochs"):
-        low, high = answers.FINETUNE_RANGES[key]
         expect(type(config.get(key)) is int, f"FINETUNE_CONFIG[{key!r}] must be an int")
-        expect(_in_range(config, key), f"FINETUNE_CONFIG[{key!r}] = {config.get(key)!r} is outside the sound "
-                                       f"range {SEE_B5}",
-               detail=f"FINETUNE_CONFIG[{key!r}] = {config.get(key)!r} is outside [{low}, {high}]")
+        _expect_in_range(config, key)
 
 
 @graded("test_finetune_config")
 def test_finetune_config_regularisation(student):
     config = _constant(student, "FINETUNE_CONFIG")
-    low, high = answers.FINETUNE_RANGES["weight_decay"]
-    expect(_in_range(config, "weight_decay"), f"FINETUNE_CONFIG['weight_decay'] is outside the sound range {SEE_B5}",
-           detail=f"FINETUNE_CONFIG['weight_decay'] = {config.get('weight_decay')!r} is outside "
-                  f"[{low:g}, {high:g}]")
+    _expect_in_range(config, "weight_decay", quoted=False)
     expect(type(config.get("freeze_embeddings")) is bool, "FINETUNE_CONFIG['freeze_embeddings'] must be True or False")
 
 
