@@ -380,3 +380,48 @@ def test_a_formula_in_a_docstring_is_found():
     assert [line for _, line in docstring_formulas(stub)] == [
         '- "mlm_predictions": mask_rate * n_tokens, an expected count;', '- "passes": 1 / mask_rate;',
         "- the top-k of n_tokens - not a formula - the left-to-right model."]
+
+
+# ------------------------------------------------------------------------------- reference tables
+SECTION_HEADING = re.compile(r"#{2,3} ")
+
+
+def _is_written_answer(cell: dict) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.get("cell_type") == "markdown" and bool(meta.get("grade")) and bool(meta.get("solution"))
+
+
+def _is_heading(cell: dict) -> bool:
+    return cell.get("cell_type") == "markdown" and bool(SECTION_HEADING.match(_source(cell)))
+
+
+def answers_after_a_table(cells: list[dict]) -> list[tuple[int, str]]:
+    """(cell, grade_id) of each written answer that stands after a "What you should see" table of its
+    section: a student would answer the question from the course's numbers instead of their own run."""
+    found, table = [], None
+    for index, cell in enumerate(cells):
+        if _is_heading(cell):
+            table = None
+        elif cell.get("metadata", {}).get("week6", {}).get("reference_values"):
+            table = index
+        elif table is not None and _is_written_answer(cell):
+            found.append((index, _grade_id(cell)))
+    return found
+
+
+@pytest.mark.parametrize("stem", RELEASED)
+def test_reference_tables_follow_the_questions_of_their_section(stem):
+    path = RELEASE / f"{stem}.ipynb"
+    found = answers_after_a_table(_cells(path))
+    assert not found, (f"{_shown(path)}: written answers after their section's reference table (move the table "
+                       "after the section's last answer cell in the source notebook, then make regen): "
+                       + ", ".join(f"cell {index} ({grade_id})" for index, grade_id in found))
+
+
+def test_an_answer_after_a_table_is_found():
+    table = {"cell_type": "markdown", "metadata": {"week6": {"reference_values": "Main run"}}, "source": "| |"}
+    answer = {"cell_type": "markdown", "metadata": {"nbgrader": {"grade": True, "solution": True, "grade_id": "q"}},
+              "source": "YOUR ANSWER HERE"}
+    heading = {"cell_type": "markdown", "metadata": {}, "source": "## Next section"}
+    assert answers_after_a_table([table, answer]) == [(1, "q")]
+    assert answers_after_a_table([answer, table, heading, answer]) == []

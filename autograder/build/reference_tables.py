@@ -94,7 +94,9 @@ def table(stem: str, experiment: str, runs: list[dict]) -> str:
         f"{heading} The course's own solution, run in full mode with `WEEK6_SEED` = {seeds} "
         "on a 2-core CPU. A correct solution of yours lands near these numbers; the spread says how "
         "much of a difference is just the seed. Fast mode trains on less data for fewer updates: "
-        "its column shows what a working notebook prints there, not what the method achieves.",
+        "its column shows what a working notebook prints there, not what the method achieves. "
+        "Where its section asks questions, it stands after them: answer from your own run's "
+        "output, then check here that your run is sane.",
         "",
         f"| | full mode: mean ± sd over {len(full)} seeds | full mode: lowest to highest | fast mode, seed 0 |",
         "| --- | ---: | ---: | ---: |",
