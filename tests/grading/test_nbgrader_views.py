@@ -326,9 +326,9 @@ def test_feedback_renders_math_without_a_network(course):
     nbgrader(root, "generate_feedback", "week6", "--force")
     html = (root / "feedback" / "pat" / "week6" / f"{STEM}.html").read_text()
     assert html.count("<math") > 20
-    # "$n \cdot n = n^2$" of the attention section, and Pat's own derivation.
-    assert "<msup><mi>n</mi><mn>2</mn></msup>" in html and "onehot" in html
-    assert "$n \\cdot n" not in html and "\\frac{\\partial" not in html
+    # B1's binomial "$P(k) = \binom{n}{k}\,0.15^k\,0.85^{n-k}$", and Pat's own derivation.
+    assert "<msup><mn>0.15</mn><mi>k</mi></msup>" in html and "onehot" in html
+    assert "\\binom{n}" not in html and "\\frac{\\partial" not in html
     assert not re.search(r"<script[^>]*\bsrc=", html), "the feedback loads no script"
     assert "cdn.jsdelivr" not in html and "cdnjs" not in html
     assert "MathJax.Hub" not in html and not re.search(r"mathjax[^\s\"']*\.js", html, re.I)
