@@ -10,7 +10,12 @@ order and, for each, its nbgrader items in cell order:
   visible-test cell ``test_<grade_id>``;
 * ``test``: a visible-test cell, with the points its hidden tests award, linked to
   the solution cell it grades;
-* ``written``: a written answer (markdown), with the points a TA awards by hand.
+* ``written``: a written answer (markdown), with the points a TA awards by hand, and
+  the experiments whose recorded values it quotes (``quotes``: the formgrader shows
+  the TA what the student's notebook recorded for them, ``autograder/printed.py``).
+
+Each notebook also knows its "What you should see" tables (``tables``: experiment
+name -> the table's markdown), which a quoted experiment must have.
 
 The handout's grading map, ``nbgrader export``'s column order, the student bundle's
 table of points, the sample submissions' expected scores and the tests read the
@@ -23,12 +28,14 @@ without its test cell is a :class:`CourseError` that says what to fix.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .notebook import (
     _nbgrader,
+    quoted_experiments,
     cell_points,
     cell_source,
     is_setup,
@@ -79,6 +86,7 @@ class Item:
     test: str | None = None      # a solution cell: the grade_id of its visible-test cell
     solution: str | None = None  # a test cell: the grade_id of the solution cell it grades
     source: str = field(default="", repr=False, compare=False)  # the instructor's cell (a setup cell's code)
+    quotes: tuple[str, ...] = ()  # a written answer: the experiments whose recorded values it quotes
 
     @property
     def graded(self) -> bool:
@@ -112,6 +120,8 @@ class Notebook(PointTotals):
     stem: str
     path: Path
     items: tuple[Item, ...]
+    # experiment -> its "What you should see" table (markdown), in the notebook's order
+    tables: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def filename(self) -> str:
@@ -219,8 +229,12 @@ def _kind(cell) -> str | None:
     return None
 
 
-def read_notebook_items(stem: str, path: Path) -> tuple[Item, ...]:
-    """The items of one source notebook; raises :class:`CourseError` for what the grader cannot use."""
+TABLE_HEADING = re.compile(r"\*\*What you should see: (?P<experiment>.+?)\.\*\*")
+
+
+def read_source_notebook(stem: str, path: Path) -> tuple[tuple[Item, ...], dict[str, str]]:
+    """(the items, the reference tables) of one source notebook; raises :class:`CourseError` for
+    what the grader cannot use."""
     import nbformat  # 0.9 s of imports: only where a notebook is read
 
     where = _shown(path)
@@ -228,6 +242,12 @@ def read_notebook_items(stem: str, path: Path) -> tuple[Item, ...]:
         notebook = nbformat.read(path, as_version=4)
     except Exception as err:  # nbformat raises several unrelated types for bad files
         raise CourseError(f"{where} is not a readable notebook: {err}") from err
+    tables = {}
+    for cell in notebook.cells:
+        heading = TABLE_HEADING.match(cell_source(cell)) if cell.get("cell_type") == "markdown" else None
+        if heading:
+            tables[heading["experiment"]] = cell_source(cell)
+    quotes: dict[str, tuple[str, ...]] = {}
     found: list[tuple[int, str, str, float, str]] = []  # (index, grade_id, kind, points, source)
     for index, cell in enumerate(notebook.cells):
         why = metadata_problem(cell)
@@ -244,6 +264,17 @@ def read_notebook_items(stem: str, path: Path) -> tuple[Item, ...]:
         grade_id, points = cell_points(cell)
         if not grade_id:
             raise CourseError(f"{where}, cell {index + 1}: a {kind} cell without a grade_id")
+        try:
+            quotes[grade_id] = quoted_experiments(cell)
+        except ValueError as err:
+            raise CourseError(f"{where}, cell {index + 1} ({grade_id}): {err} (docs/authoring.md)") from None
+        if quotes[grade_id] and kind != WRITTEN:
+            raise CourseError(f"{where}, cell {index + 1} ({grade_id}): only a written answer quotes experiments")
+        for experiment in quotes[grade_id]:
+            if experiment not in tables:
+                raise CourseError(f"{where}, cell {index + 1} ({grade_id}) quotes the experiment {experiment!r}, "
+                                  "but the notebook has no \"What you should see\" table of that name: name an "
+                                  f"experiment the notebook records (one of: {', '.join(tables) or 'none'})")
         found.append((index, grade_id, kind, points if kind in GRADED_KINDS else 0.0, cell_source(cell)))
 
     seen: dict[str, int] = {}
@@ -266,8 +297,9 @@ def read_notebook_items(stem: str, path: Path) -> tuple[Item, ...]:
             if not grade_id.startswith(TEST_PREFIX) or kinds.get(solution) != SOLUTION:
                 raise CourseError(f"{where}: the visible-test cell {grade_id!r} is not named test_<solution> "
                                   "after a solution cell of the notebook (docs/authoring.md)")
-        items.append(Item(stem, grade_id, kind, float(points), index, test=test, solution=solution, source=source))
-    return tuple(items)
+        items.append(Item(stem, grade_id, kind, float(points), index, test=test, solution=solution, source=source,
+                          quotes=quotes[grade_id]))
+    return tuple(items), tables
 
 
 def read_course(source_dir: Path = SOURCE_DIR, order: tuple[str, ...] = NOTEBOOK_ORDER) -> Course:
@@ -292,7 +324,8 @@ def read_course(source_dir: Path = SOURCE_DIR, order: tuple[str, ...] = NOTEBOOK
     notebooks = []
     for stem in order:
         path = source_notebook_path(stem, source_dir)
-        notebooks.append(Notebook(stem, path, read_notebook_items(stem, path)))
+        items, tables = read_source_notebook(stem, path)
+        notebooks.append(Notebook(stem, path, items, tables))
     return Course(source_dir, tuple(notebooks))
 
 

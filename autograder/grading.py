@@ -24,6 +24,7 @@ from .course import load_course
 from .draws import Draws
 from .notebook import UnreadableNotebook, read_notebook
 from .plan import plan_grading
+from .printed import printed_values
 from .pytest_plugin import run_hidden_suite
 from .report import Report
 from .session import GradingSession, SubmissionSandbox
@@ -40,10 +41,12 @@ def grade_notebook(path: Path, *, student: str, config: GradingConfig,
     stem = Path(path).stem
     course = load_course()
     warnings: list[str] = []
-    plan, fatal = None, None
+    plan, fatal, printed = None, None, None
     try:
-        plan = plan_grading(read_notebook(path), stem, course)
+        submitted = read_notebook(path)
+        plan = plan_grading(submitted, stem, course)
         warnings = plan.warnings
+        printed = printed_values(submitted, course.notebook(stem), student)
     except UnreadableNotebook as err:
         fatal = str(err)
 
@@ -69,4 +72,5 @@ def grade_notebook(path: Path, *, student: str, config: GradingConfig,
         duration_s=round(time.perf_counter() - started, 2),
         tests=results,
         warnings=warnings + ([fatal] if fatal else []),
+        printed=printed,
     ).bounded()

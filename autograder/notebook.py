@@ -103,6 +103,18 @@ def is_written_answer(cell) -> bool:
     return cell.get("cell_type") == "markdown" and meta.get("solution", False) and meta.get("grade", False)
 
 
+def quoted_experiments(cell) -> tuple[str, ...]:
+    """The experiments whose recorded values a written answer quotes: the names in its
+    ``metadata.week6.quotes`` (docs/authoring.md), or () when it names none.
+
+    Read from the instructor's notebooks only; ``ValueError`` says what is malformed."""
+    week6 = cell.get("metadata", {}).get("week6", {})
+    quotes = week6.get("quotes", []) if isinstance(week6, dict) else None
+    if not (isinstance(quotes, list) and all(isinstance(name, str) and name.strip() for name in quotes)):
+        raise ValueError("metadata.week6.quotes is not a list of experiment names")
+    return tuple(quotes)
+
+
 def read_notebook(path: Path):
     """Parse a notebook file or raise :class:`UnreadableNotebook` with the fix.
 

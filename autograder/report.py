@@ -9,8 +9,13 @@ plugin) all render it, and the path of a job that failed builds one too
 
     student, assignment, outcome, notebook, score, max_score, sandbox, device, duration_s,
     tests: [{grade_id, test, status, points, max_points, message[, detail]}], warnings: [str],
+    [printed: what the notebook recorded for the written answers that quote numbers],
     and what graded it: schema_version, grader_version, suite_hash, submission_sha256,
     grader_peak_rss_mib
+
+``printed`` (``autograder/printed.py``) is the course staff's: the formgrader shows it
+beside those answers and the class report lists what in it disagrees; it is absent for a
+notebook without such answers, and from reports of schema 2 and before.
 
 ``outcome`` says what happened to the notebook: ``graded`` (whatever the score),
 ``rejected`` (it could not be taken in: a link, a misplaced or unusable file; the
@@ -42,6 +47,7 @@ from pathlib import Path
 
 from .files import read_regular_file, write_json_atomically
 from .paths import ASSIGNMENT
+from .printed import Printed
 
 STATUSES = ("passed", "failed", "error", "timeout", "forbidden", "missing")
 OUTCOMES = ("graded", "rejected", "failed")
@@ -87,6 +93,7 @@ class Report:
     tests: list[TestResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     assignment: str = ASSIGNMENT
+    printed: Printed | None = None  # what the notebook recorded for the answers that quote numbers
     # What graded it (set by the job and the CLI; None until then).
     schema_version: int | None = None
     grader_version: str | None = None
@@ -125,6 +132,8 @@ class Report:
                 "notebook": self.notebook, "score": self.score, "max_score": self.max_score,
                 "sandbox": self.sandbox, "device": self.device, "duration_s": self.duration_s,
                 "tests": [_test_fields(t) for t in self.tests], "warnings": list(self.warnings)}
+        if self.printed is not None:
+            data["printed"] = self.printed.to_json()
         for name in ("schema_version", "grader_version", "suite_hash", "submission_sha256", "grader_peak_rss_mib"):
             if getattr(self, name) is not None:
                 data[name] = getattr(self, name)
@@ -170,8 +179,10 @@ def _number(value) -> bool:
 def _checked(name: str, value):
     """``value`` of report field ``name`` if it has the field's type, else ``ValueError``."""
     if value is None and name in ("schema_version", "grader_version", "suite_hash", "submission_sha256",
-                                  "grader_peak_rss_mib"):
+                                  "grader_peak_rss_mib", "printed"):
         return None
+    if name == "printed":
+        return Printed.from_json(value)
     if name in _STRINGS and type(value) is str:
         return value
     if name in _NUMBERS and _number(value):

@@ -18,8 +18,9 @@ from .report import Report, read_report
 __version__ = "0.4.0"  # CHANGELOG.md's newest section
 # The report's fields; bumped when their meaning changes (reports of another
 # schema are never taken as up to date). 2: a test's message is what a student may
-# read, and its ``detail`` the course staff's view.
-SCHEMA_VERSION = 2
+# read, and its ``detail`` the course staff's view. 3: ``printed``, what the notebook
+# recorded for the written answers that quote numbers.
+SCHEMA_VERSION = 3
 # What changes no grade, and so is not in the hash: the class report, the LMS export and
 # the grade history read reports; the build tools write the release, the handout and the
 # student bundle (tests/test_layout.py keeps the grading modules from importing either).

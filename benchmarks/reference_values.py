@@ -17,6 +17,20 @@ full-mode column of the README's table of run times (``autograder/build/referenc
 
 A notebook whose cells raise, or whose visible tests fail, is reported and not recorded: its
 numbers would not be what a student with a correct solution sees.
+
+**What a student's run should show.** Students' experiments are seeded from their id
+(``week6_helpers.reference.student_seed``), so the course staff can recompute a student's
+numbers: ``--student ID`` runs the instructor notebooks with that student's seed instead of the
+reference seeds, prints what each experiment recorded and writes nothing; ``--submission DIR``
+(the student's submitted ``week6`` folder) puts each value beside what the student's notebook
+recorded (what the formgrader shows beside their answers), with a verdict:
+
+    .venv/bin/python benchmarks/reference_values.py --student alice --notebooks part_b_finetuning \
+        --mode full --submission submitted/alice/week6
+
+A value "agrees" within ``AGREES`` (absolute, or relative above 1): a rerun on another machine or
+thread count can move the last digits of a long training run, never an accuracy by points. A
+copied reference table, a run with another id or numbers typed by hand "differ".
 """
 from __future__ import annotations
 
@@ -36,9 +50,10 @@ sys.path.insert(0, str(REPO))
 from autograder.build.reference_tables import RESULTS, SOURCE  # noqa: E402
 from autograder.course import load_course  # noqa: E402
 from week6_helpers.check import report, run_notebook  # noqa: E402
-from week6_helpers.reference import RECORD_VARIABLE, SEED_VARIABLE  # noqa: E402
+from week6_helpers.reference import RECORD_VARIABLE, SEED_VARIABLE, student_seed  # noqa: E402
 
 SEEDS = (0, 1, 2)
+AGREES = 0.01
 STEMS = list(load_course().stems)  # the course's notebooks, in its order
 
 
@@ -100,7 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS),
                         help="full-mode seeds (fast mode always runs seed 0)")
     parser.add_argument("--again", action="store_true", help="run even where a result for the same code exists")
+    parser.add_argument("--student", metavar="ID",
+                        help="run with this student's seed, print what each experiment recorded, write nothing")
+    parser.add_argument("--submission", type=Path, metavar="DIR",
+                        help="with --student: the student's week6 folder, whose recorded values are compared")
     args = parser.parse_args(argv)
+    if args.submission is not None and args.student is None:
+        parser.error("--submission needs --student (the id whose seed the notebooks run with)")
+    if args.student is not None:
+        return recompute(args.student, args.notebooks, "fast" if args.mode == "fast" else "full", args.submission)
 
     # Fast mode first, then one seed of every notebook at a time: an interrupted run still
     # leaves every notebook measured at least once.
@@ -127,6 +150,59 @@ def main(argv: list[str] | None = None) -> int:
         print("\nnot recorded, a cell failed: " + "; ".join(failed), file=sys.stderr)
         return 1
     return 0
+
+
+def agrees(recomputed: float | None, recorded: float | None) -> bool:
+    if recomputed is None or recorded is None:
+        return recomputed is None and recorded is None
+    return abs(recomputed - recorded) <= AGREES * max(1.0, abs(recomputed))
+
+
+def recompute(student: str, stems: list[str], mode: str, submission: Path | None) -> int:
+    """Run ``stems`` with ``student``'s seed; print each value, beside the submission's when given.
+    Exit status 0 when every value agrees (or there is nothing to compare), 1 otherwise."""
+    from autograder.printed import records
+
+    import nbformat
+
+    seed = student_seed(student)
+    print(f"student {student!r}: seed {seed}, {mode} mode")
+    compared = differing = 0
+    for stem in stems:
+        print(f"\n== {stem}", flush=True)
+        run = execute(stem, mode, seed)
+        if run is None:
+            print(f"   a cell failed: nothing to compare for {stem}")
+            differing += 1
+            continue
+        theirs: dict[str, dict] = {}
+        if submission is not None:
+            path = submission / f"{stem}.ipynb"
+            if path.is_file():
+                for record in records(nbformat.read(path, as_version=4), set(run["values"])):
+                    theirs[record["experiment"]] = record
+            else:
+                print(f"   {path} is not there: the values alone")
+        for experiment, values in run["values"].items():
+            record = theirs.get(experiment)
+            note = ""
+            if record is not None and (record["seed"] != seed or record["mode"] != mode):
+                note = f" (the student's run: seed {record['seed']}, {record['mode']} mode)"
+            print(f"   {experiment}{note}")
+            for label, value in values.items():
+                shown = "-" if value is None else f"{value:.4g}"
+                if submission is None:
+                    print(f"     {label:<48} {shown:>10}")
+                    continue
+                mine = None if record is None else record["values"].get(label)
+                verdict = "not recorded" if record is None or label not in record["values"] else (
+                    "agrees" if agrees(value, mine) else "DIFFERS")
+                compared += 1
+                differing += verdict != "agrees"
+                print(f"     {label:<48} {shown:>10}   student: {'-' if mine is None else f'{mine:.4g}':>10}   {verdict}")
+    if submission is not None:
+        print(f"\n{compared - differing} of {compared} values agree (within {AGREES:g}, absolute or relative)")
+    return 0 if differing == 0 else 1
 
 
 if __name__ == "__main__":

@@ -13,15 +13,42 @@ import pytest
 
 from autograder.build import reference_tables
 from autograder.course import load_course
-from week6_helpers.reference import RECORD_VARIABLE, SEED_VARIABLE, experiment_seed, record
+from week6_helpers.reference import (
+    HUB_USER_VARIABLE,
+    RECORD_VARIABLE,
+    SEED_VARIABLE,
+    STUDENT_VARIABLE,
+    experiment_seed,
+    record,
+    student_seed,
+)
 
 
 # ------------------------------------------------------------------------------ the seed switch
-def test_the_seed_is_zero_unless_the_variable_says_otherwise(monkeypatch):
-    monkeypatch.delenv(SEED_VARIABLE, raising=False)
+@pytest.fixture
+def no_student(monkeypatch):
+    for variable in (SEED_VARIABLE, STUDENT_VARIABLE, HUB_USER_VARIABLE):
+        monkeypatch.delenv(variable, raising=False)
+    return monkeypatch
+
+
+def test_the_seed_is_the_students_unless_the_course_sets_one(no_student, capsys):
     assert experiment_seed() == 0
-    monkeypatch.setenv(SEED_VARIABLE, " 2 ")
-    assert experiment_seed() == 2
+    assert "No student id" in capsys.readouterr().out, "a run without an id says how to enter it"
+    no_student.setenv(HUB_USER_VARIABLE, "hub-user")
+    assert experiment_seed() == student_seed("hub-user")
+    no_student.setenv(STUDENT_VARIABLE, "Alice")
+    assert experiment_seed() == student_seed("alice"), "the id is read without case or surrounding spaces"
+    assert experiment_seed(" bob ") == student_seed("bob"), "the notebook's STUDENT_ID line comes first"
+    assert "student id 'bob'" in capsys.readouterr().out
+    no_student.setenv(SEED_VARIABLE, " 2 ")
+    assert experiment_seed("bob") == 2, "the course's reference runs set WEEK6_SEED"
+
+
+def test_student_seeds_are_fixed_distinct_and_never_a_reference_seed():
+    seeds = {student_seed(f"student{i}") for i in range(2000)}
+    assert len(seeds) >= 1998 and min(seeds) >= 1000, "two students share a seed by rare chance only"
+    assert student_seed("alice") == student_seed("ALICE ") == 352956, "the seed is public: a hash of the id"
 
 
 @pytest.mark.parametrize("raw, words", [("two", "not a whole number"), ("-1", "negative"), ("1.5", "not a whole number")])
@@ -33,11 +60,12 @@ def test_a_bad_seed_says_what_is_wrong_and_how_to_fix_it(monkeypatch, raw, words
 
 
 # ------------------------------------------------------------------------------ record
-def test_record_does_nothing_in_a_students_notebook(monkeypatch, tmp_path):
+def test_record_shows_the_values_and_writes_nothing_in_a_students_notebook(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv(RECORD_VARIABLE, raising=False)
     monkeypatch.chdir(tmp_path)
     record("an experiment", {"accuracy": 0.5})
     assert list(tmp_path.iterdir()) == []
+    assert "Recorded for your answers (an experiment, seed" in capsys.readouterr().out
 
 
 def test_record_appends_one_line_per_call_with_plain_numbers(monkeypatch, tmp_path):

@@ -2,7 +2,8 @@
 
 The page (``<grades>/class-report.html``) reads top to bottom as a TA needs it: the
 score distributions, the graded items and hidden tests that cost the class points,
-the notebooks with problems, grading time, pairs of unusually alike answers, and the
+the notebooks with problems, the written answers whose numbers the student's notebook did not
+record (and runs not seeded with the student's id), grading time, pairs of unusually alike answers, and the
 grades that re-grading changed. It loads nothing: the histograms are SVG drawn by
 matplotlib and inlined as ``data:`` images, the styles are in the page, and its
 Content-Security-Policy forbids scripts, so nothing a student wrote can run in the
@@ -101,6 +102,7 @@ def context(results: ClassResults, extras: Extras) -> dict:
     notebooks, total = statistics.notebook_figures(results)
     tests = statistics.hidden_test_figures(results)
     problems = statistics.problems(results)
+    numbers = [(n, clip(n.detail, MAX_SHOWN_MESSAGE)) for n in statistics.numbers_to_check(results)]
     similarity = extras.similarity
     flagged = similarity.flagged if similarity else []
     return {
@@ -115,6 +117,8 @@ def context(results: ClassResults, extras: Extras) -> dict:
                        t.top_failures()]) for t in tests],
         "problems": problems[:MAX_SHOWN_PROBLEMS],
         "problems_cut": max(0, len(problems) - MAX_SHOWN_PROBLEMS),
+        "numbers": numbers[:MAX_SHOWN_PROBLEMS],
+        "numbers_cut": max(0, len(numbers) - MAX_SHOWN_PROBLEMS),
         "timings": statistics.timings(results),
         "similarity": similarity,
         "similarity_note": extras.similarity_note,

@@ -10,6 +10,8 @@ by ``nbgrader.plugin.cell_outputs``). :func:`load_gradebook` reads both into one
 * each hidden test's status, points and message from the cell's output
   (:func:`results_from_outputs`); where every hidden test passed, the output names the
   tests but not their points, so each gets an equal share of the cell's points;
+* what the notebook recorded for the written answers that quote numbers, from those
+  cells' metadata (``printed.CELL_KEY``), as ``Report.printed``;
 * a notebook in ``submitted/`` that the gradebook does not hold, or whose autograded copy
   is missing (nbgrader could not read or grade it), as a report of outcome ``failed``,
   naming nbgrader's log; a notebook not handed in, which nbgrader keeps as a zero, has
@@ -28,6 +30,7 @@ from ..errors import ConfigurationError, IntakeError
 from ..intake import collect
 from ..notebook import UnreadableNotebook, cell_points, is_test_cell, read_notebook
 from ..paths import ASSIGNMENT
+from ..printed import CELL_KEY, Printed
 from ..report import Report, TestResult
 from .results import ClassResults
 
@@ -127,6 +130,12 @@ def _report(root: Path, assignment: str, student: str, stem: str, submitted, cou
                               f"(see its log): {err}", outcome="failed")
     report = Report(student, f"{stem}.ipynb", score=round(sum(auto.values()), 4), max_score=max_score,
                     sandbox="nbgrader")
+    beside = [cell["metadata"][CELL_KEY] for cell in notebook.cells if cell.get("cell_type") == "markdown"
+              and isinstance(cell.get("metadata"), dict) and CELL_KEY in cell["metadata"]]
+    try:
+        report.printed = Printed.from_beside(beside)
+    except ValueError as err:
+        results.warnings.append(f"{student}/{stem}: what the notebook recorded is unreadable ({err})")
     for cell in notebook.cells:
         if not is_test_cell(cell):
             continue

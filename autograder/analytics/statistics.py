@@ -225,6 +225,47 @@ def problems(results: ClassResults) -> list[Problem]:
     return found
 
 
+@dataclass
+class NumbersToCheck:
+    """A notebook whose recorded values disagree with its seed or with an answer that quotes them."""
+
+    student: str
+    notebook: str
+    answer: str        # the written answer's grade_id; "" for the notebook's seed
+    what: str          # "seed", "not recorded", "from the reference table", "not among the recorded values"
+    detail: str
+
+
+def numbers_to_check(results: ClassResults) -> list[NumbersToCheck]:
+    """Per student and notebook (``Report.printed``, ``autograder/printed.py``): a run whose seed is
+    not the student's, quoted experiments the notebook did not record, and quoted numbers that
+    only the reference table holds or that match no recorded value. An answer left blank is not
+    listed: it quotes nothing."""
+    found = []
+    for report in sorted(results.notebook_reports(), key=lambda r: (r.student, r.notebook)):
+        printed = report.printed
+        if printed is None:
+            continue
+        if printed.seed_note:
+            found.append(NumbersToCheck(report.student, report.notebook, "", "seed", printed.seed_note))
+        for answer in printed.answers:
+            if not answer.numbers:
+                continue
+            if answer.missing:
+                found.append(NumbersToCheck(report.student, report.notebook, answer.grade_id, "not recorded",
+                                            ", ".join(answer.missing)))
+            copied = [n for n in answer.numbers if n.match == "reference table"]
+            if copied:
+                found.append(NumbersToCheck(report.student, report.notebook, answer.grade_id,
+                                            "from the reference table",
+                                            "; ".join(f"{n.text} ({n.label})" for n in copied)))
+            unknown = [n.text for n in answer.numbers if n.match == "none"]
+            if unknown and answer.recorded:
+                found.append(NumbersToCheck(report.student, report.notebook, answer.grade_id,
+                                            "not among the recorded values", ", ".join(unknown)))
+    return found
+
+
 def timings(results: ClassResults) -> list[Timing]:
     """Grading time per notebook (reports the grader finished), in the course's order."""
     if not results.timing:

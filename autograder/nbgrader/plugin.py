@@ -22,7 +22,12 @@ the formgrader shows as a stray ``Out[ ]: 1.5`` box, and gives 0 to any cell wit
 an error output. :class:`SandboxedGrading` puts each cell's points into the
 resources instead, and :class:`SaveSandboxedGrades` (in place of
 ``SaveAutoGrades``) writes them into ``gradebook.db``. Written answers are left
-alone for the formgrader.
+alone for the formgrader, except that an answer that quotes numbers gets, in its cell
+metadata (``printed.CELL_KEY``), what the student's notebook recorded for it (the report's
+``printed``, ``autograder/printed.py``), which the formgrader's template shows beside the
+answer. nbgrader's sanitising step has cleared the notebook's outputs by then, so the
+TA sees the student's measured values only there. The key is the grader's: a submitted
+cell carrying it loses it.
 
 With ``--SandboxedGrading.reports=DIR`` (what ``python -m autograder merge --nbgrader``
 runs), a notebook already graded by ``python -m autograder grade`` (a Slurm job
@@ -66,8 +71,9 @@ from ..draws import describe
 from ..errors import ConfigurationError, IntakeError
 from ..files import read_regular_file
 from ..intake import Submission
-from ..notebook import cell_points, is_test_cell
+from ..notebook import cell_points, is_test_cell, raw_grade_id
 from ..paths import ASSIGNMENT
+from ..printed import CELL_KEY
 from ..progress import Progress
 from ..report import Report, TestResult
 from ..runner import grade_in_subprocess
@@ -206,6 +212,11 @@ class SandboxedGrading(_SandboxedGradingSettings):
 
         points = resources.setdefault(POINTS, {})
         for cell in nb.cells:
+            if isinstance(cell.get("metadata"), dict):
+                cell.metadata.pop(CELL_KEY, None)
+                beside = report.printed.beside(raw_grade_id(cell) or "") if report.printed is not None else None
+                if cell.get("cell_type") == "markdown" and beside is not None:
+                    cell.metadata[CELL_KEY] = beside
             if not is_test_cell(cell):
                 continue
             grade_id, max_points = cell_points(cell)

@@ -252,7 +252,22 @@ def hostile_notebook():
         new_output("display_data", data={"image/png": PNG}, metadata={"image/png": {"width": f"1 onload={ALERT}"}}),
     ])
     raw = nbformat.v4.new_raw_cell(f"<script>{ALERT}</script>")
-    return new_notebook(cells=[markdown, code, raw], metadata={"language_info": {"name": "python"}})
+    return new_notebook(cells=[markdown, code, raw, quoting_answer()], metadata={"language_info": {"name": "python"}})
+
+
+def quoting_answer():
+    """A written answer with what the grader put beside it (autograder/printed.py): the labels
+    and numbers come from the student's outputs, so they are hostile too."""
+    cell = new_markdown_cell("I measured 0.25 and 50 %.")
+    cell.metadata["nbgrader"] = {"grade": True, "solution": True, "locked": False, "grade_id": "b1_token_counts",
+                                 "points": 1, "schema_version": 3, "score": 0.5}  # score: GetGrades' (the feedback shows it)
+    cell.metadata["week6_printed"] = {
+        "seed": 7, "expected_seed": 9, "seed_note": f"ran with the student id '<img src=x onerror={ALERT}>'",
+        "grade_id": "b1_token_counts", "missing": [f"<script>{ALERT}</script>"],
+        "recorded": {f"<svg onload={ALERT}>": [[f"<b onmouseover={ALERT}>share</b>", 0.25], ["diverged", None]]},
+        "numbers": [{"text": "0.25", "match": "recorded", "label": f"<i onclick={ALERT}>x</i>"},
+                    {"text": "50 %", "match": "reference table", "label": "row"}]}
+    return cell
 
 
 HTML_ID = '"><img src=x onerror=alert(1)>'
@@ -313,6 +328,16 @@ def test_the_formgrader_page_runs_only_its_own_scripts_under_its_policy():
     assert formgrader_page().count(nonce) == 0, "the nonce is not fresh for each page"
 
 
+def test_the_formgrader_shows_what_the_notebook_recorded_beside_an_answer_as_text():
+    page = formgrader_page()
+    text = Elements(page).text
+    assert "What this notebook recorded for this answer" in text
+    for shown in (f"<b onmouseover={ALERT}>share</b>", f"<svg onload={ALERT}>", f"<script>{ALERT}</script>",
+                  f"'<img src=x onerror={ALERT}>'", "0.25: recorded", "50 %: not recorded by this notebook"):
+        assert shown in text, shown
+    assert active_attributes(page) == [] and "<svg" not in page
+
+
 def test_the_feedback_page_has_no_script_and_a_policy_that_allows_none():
     page = feedback_page()
     scripts, policy_at, _ = scripts_and_policy(page)
@@ -322,3 +347,4 @@ def test_the_feedback_page_has_no_script_and_a_policy_that_allows_none():
     assert "script-src" not in FEEDBACK_POLICY and "default-src 'none'" in FEEDBACK_POLICY
     assert active_attributes(page) == []
     assert "<table>" in page
+    assert "What this notebook recorded" not in page, "the panel beside quoting answers is the TA's"
