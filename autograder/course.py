@@ -35,7 +35,6 @@ from pathlib import Path
 
 from .notebook import (
     _nbgrader,
-    quoted_experiments,
     cell_points,
     cell_source,
     is_setup,
@@ -43,6 +42,7 @@ from .notebook import (
     is_test_cell,
     is_written_answer,
     metadata_problem,
+    quoted_experiments,
     source_notebook_path,
 )
 from .paths import ASSIGNMENT, REPO, SOURCE_DIR

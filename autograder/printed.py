@@ -168,7 +168,8 @@ def _clip(text: str, limit: int) -> str:
 # ---------------------------------------------------------------------------- reading the notebook
 def records(nb, known: set[str]) -> list[dict]:
     """The well-formed records of the experiments in ``known``, in the notebook's order."""
-    from week6_helpers.reference import MEASURES_MIME  # the package imports torch: only where a notebook is read
+    # week6_helpers imports torch: only where a notebook is read, never in the CLI's start-up
+    from week6_helpers.reference import MEASURES_MIME
 
     found = []
     for cell in nb.get("cells", []) if isinstance(nb, dict) else []:

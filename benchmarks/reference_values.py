@@ -161,9 +161,9 @@ def agrees(recomputed: float | None, recorded: float | None) -> bool:
 def recompute(student: str, stems: list[str], mode: str, submission: Path | None) -> int:
     """Run ``stems`` with ``student``'s seed; print each value, beside the submission's when given.
     Exit status 0 when every value agrees (or there is nothing to compare), 1 otherwise."""
-    from autograder.printed import records
-
     import nbformat
+
+    from autograder.printed import records
 
     seed = student_seed(student)
     print(f"student {student!r}: seed {seed}, {mode} mode")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbformat.v4 import new_output
 
 from autograder.course import load_course
 from autograder.nbgrader.export import NotebookScoresExport, notebook_columns
@@ -25,12 +26,15 @@ from autograder.nbgrader.feedback_math import latex_to_mathml
 from autograder.nbgrader.plugin import cell_outputs
 from autograder.notebook import SOLUTION_REGION, solution_regions
 from autograder.paths import REPO, venv_env
+from autograder.printed import CELL_KEY
 from autograder.pytest_plugin import suite_modules
 from autograder.report import TestResult
+from week6_helpers.reference import MEASURES_MIME, student_seed
 
 SAMPLES = REPO / "data" / "sample_submissions"
 SOLUTIONS = REPO / "solutions" / "week6"
 STEM = "part_b_bert_gpt"
+B1_TARGETS = "B1 masking: targets per sentence"
 HIDDEN_REGION = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
 ANY_MARKER = re.compile(r"(BEGIN|END) (HIDDEN TESTS|SOLUTION)")
 CODE_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION", re.M)
@@ -246,6 +250,14 @@ def pat_notebook():
     clm = cell_named(notebook, "clm_loss")
     assert "n_targets.clamp(min=1)" in clm.source
     clm.source = clm.source.replace("n_targets.clamp(min=1)", "n_targets")
+    # A run of B1's targets-per-sentence experiment with pat's id, an answer that quotes it and the
+    # reference table, and a cell that forges the grader's entry for the formgrader.
+    recorder = next(c for c in notebook.cells if c.cell_type == "code" and f'record("{B1_TARGETS}"' in c.source)
+    recorder.outputs = [new_output("display_data", data={"text/plain": "Recorded for your answers", MEASURES_MIME: {
+        "experiment": B1_TARGETS, "values": [["<b>share</b>", 0.4321]], "seed": student_seed("pat"),
+        "student": "pat", "seed_source": "STUDENT_ID", "mode": "full"}})]
+    cell_named(notebook, "b1_token_counts").source = "Mine: 43.2 %, and 0.0001."
+    cell_named(notebook, "b1_why_not_50_percent").metadata[CELL_KEY] = {"seed_note": "forged"}
     return notebook
 
 
@@ -363,3 +375,15 @@ def test_the_formgrader_shows_the_staff_detail_and_the_feedback_leaves_it_out(co
     assert "differs from the expected values" in html, "the students' messages are in the feedback"
     assert "For the course staff" not in html
     assert not [text for text in expected if text in html], "the feedback quotes the reference's values"
+
+
+@pytest.mark.slow
+def test_the_formgrader_gets_what_the_notebook_recorded_beside_the_answer_that_quotes_it(course):
+    root, _ = course
+    cells = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell for cell in autograded(root, "pat").cells}
+    beside = cells["b1_token_counts"].metadata[CELL_KEY]
+    assert beside["seed_note"] == "" and beside["recorded"] == {B1_TARGETS: [["<b>share</b>", 0.4321]]}
+    assert [(n["text"], n["match"]) for n in beside["numbers"]] == [("43.2 %", "recorded"), ("0.0001", "none")]
+    assert CELL_KEY not in cells["b1_why_not_50_percent"].metadata, "a submitted cell cannot forge the entry"
+    alice = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell for cell in autograded(root, "alice_full_solution").cells}
+    assert "no recorded values" in alice["b1_token_counts"].metadata[CELL_KEY]["seed_note"]
