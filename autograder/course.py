@@ -28,7 +28,6 @@ without its test cell is a :class:`CourseError` that says what to fix.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from .notebook import (
     is_written_answer,
     metadata_problem,
     quoted_experiments,
+    reference_table,
     source_notebook_path,
 )
 from .paths import ASSIGNMENT, REPO, SOURCE_DIR
@@ -229,9 +229,6 @@ def _kind(cell) -> str | None:
     return None
 
 
-TABLE_HEADING = re.compile(r"\*\*What you should see: (?P<experiment>.+?)\.\*\*")
-
-
 def read_source_notebook(stem: str, path: Path) -> tuple[tuple[Item, ...], dict[str, str]]:
     """(the items, the reference tables) of one source notebook; raises :class:`CourseError` for
     what the grader cannot use."""
@@ -244,9 +241,9 @@ def read_source_notebook(stem: str, path: Path) -> tuple[tuple[Item, ...], dict[
         raise CourseError(f"{where} is not a readable notebook: {err}") from err
     tables = {}
     for cell in notebook.cells:
-        heading = TABLE_HEADING.match(cell_source(cell)) if cell.get("cell_type") == "markdown" else None
-        if heading:
-            tables[heading["experiment"]] = cell_source(cell)
+        experiment = reference_table(cell)
+        if experiment:
+            tables[experiment] = cell_source(cell)
     quotes: dict[str, tuple[str, ...]] = {}
     found: list[tuple[int, str, str, float, str]] = []  # (index, grade_id, kind, points, source)
     for index, cell in enumerate(notebook.cells):

@@ -103,6 +103,14 @@ def is_written_answer(cell) -> bool:
     return cell.get("cell_type") == "markdown" and meta.get("solution", False) and meta.get("grade", False)
 
 
+def reference_table(cell) -> str | None:
+    """The experiment of a "What you should see" table cell (its ``metadata.week6.reference_values``,
+    written by ``make regen``), or None for any other cell."""
+    week6 = cell.get("metadata", {}).get("week6", {})
+    name = week6.get("reference_values") if isinstance(week6, dict) else None
+    return name if cell.get("cell_type") == "markdown" and isinstance(name, str) and name else None
+
+
 def quoted_experiments(cell) -> tuple[str, ...]:
     """The experiments whose recorded values a written answer quotes: the names in its
     ``metadata.week6.quotes`` (docs/authoring.md), or () when it names none.

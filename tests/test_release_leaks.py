@@ -8,7 +8,9 @@ beside it). None of them may contain
      ``### END SOLUTION`` of the source notebooks' code cells, or the body of a reference
      implementation in ``autograder/reference/*.py``;
 (ii) text of a rubric or model answer: the solution part of the source notebooks'
-     written-answer (markdown) cells.
+     written-answer (markdown) cells;
+(iii) the values of a graded answer constant (``FINETUNE_CONFIG``'s learning rate, say) on a
+     line that names its key: a table of typical values is the answer itself.
 
 Both are found by overlap of normalised fragments, wherever they sit (code cell,
 markdown cell, print statement, handout paragraph):
@@ -37,6 +39,7 @@ import ast
 import copy
 import html
 import json
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -425,3 +428,81 @@ def test_an_answer_after_a_table_is_found():
     heading = {"cell_type": "markdown", "metadata": {}, "source": "## Next section"}
     assert answers_after_a_table([table, answer]) == [(1, "q")]
     assert answers_after_a_table([answer, table, heading, answer]) == []
+
+
+# ------------------------------------------------------------------------------- answer constants
+NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.]*\d)")
+RANGE = re.compile(rf"({NUMBER.pattern})\s*(?:to|-|–|\.\.)\s*({NUMBER.pattern})")
+
+
+def answer_constants() -> list[tuple[str, str, str, float]]:
+    """(notebook, constant, key, value) for every number in a graded answer constant's solution: an
+    UPPER_CASE name assigned a dict literal between the solution markers (nested dicts flattened;
+    booleans are not numbers here)."""
+    found = []
+
+    def walk(stem: str, name: str, value) -> None:
+        for key, entry in value.items():
+            if isinstance(entry, dict):
+                walk(stem, name, entry)
+            elif isinstance(key, str) and type(entry) in (int, float):
+                found.append((stem, name, key, float(entry)))
+
+    for path in sorted(SOURCE.glob("*.ipynb")):
+        for cell in _cells(path):
+            if cell["cell_type"] != "code":
+                continue
+            for region in solution_regions(_source(cell)):
+                try:
+                    tree = ast.parse(region)
+                except SyntaxError:
+                    continue
+                for node in tree.body:
+                    if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                            and node.targets[0].id.isupper() and isinstance(node.value, ast.Dict)):
+                        try:
+                            walk(path.stem, node.targets[0].id, ast.literal_eval(node.value))
+                        except ValueError:
+                            continue
+    return found
+
+
+def _gives(line: str, value: float) -> bool:
+    """The line states ``value`` (the same number, or a range holding it)."""
+    for low, high in RANGE.findall(line):
+        if float(low) <= value <= float(high):
+            return True
+    return any(math.isclose(float(number), value, rel_tol=1e-9) for number in NUMBER.findall(line))
+
+
+def constant_values_in_prose(text: str, constants) -> list[tuple[str, str]]:
+    """(constant[key], line) for each line of ``text`` that names a key of a graded answer constant
+    (as `key`) and states its solution's value: a table of typical values is the answer itself."""
+    found = []
+    for line in text.splitlines():
+        for _, name, key, value in constants:
+            if f"`{key}`" in line and _gives(line.replace(",", ""), value):
+                found.append((f"{name}[{key!r}]", line.strip()[:120]))
+    return found
+
+
+def test_what_students_read_does_not_tabulate_an_answer_constants_values():
+    constants = answer_constants()
+    assert {name for _, name, _, _ in constants} >= {"FINETUNE_CONFIG", "GENERATION_SETTINGS"}
+    texts = {name: handout_text(name) for name in HANDOUT_FILES if not name.endswith(".html")}
+    for stem in RELEASED:
+        texts[f"{stem}.ipynb"] = "\n".join(_source(c) for c in _cells(RELEASE / f"{stem}.ipynb")
+                                          if c["cell_type"] == "markdown")
+    found = [(where, *hit) for where, text in texts.items() for hit in constant_values_in_prose(text, constants)]
+    assert not found, ("what students read states the values of a graded answer constant (pose the choice "
+                       "instead, in the source, then make regen):\n"
+                       + "\n".join(f"- {where}: {key}: {line}" for where, key, line in found))
+
+
+def test_a_table_of_an_answer_constants_values_is_found():
+    constants = [("part_b_finetuning", "FINETUNE_CONFIG", "learning_rate", 2e-5),
+                 ("part_b_finetuning", "FINETUNE_CONFIG", "num_train_epochs", 3.0)]
+    table = ("| `learning_rate` (peak) | 2e-5 to 5e-5 | stay close |\n| `num_train_epochs` | 2 to 4 | over-fit |\n"
+             "| `learning_rate` | how far each update moves the weights | B3 measures 1e-2 |")
+    assert [key for key, _ in constant_values_in_prose(table, constants)] == [
+        "FINETUNE_CONFIG['learning_rate']", "FINETUNE_CONFIG['num_train_epochs']"]
