@@ -231,12 +231,12 @@ def _agrees(quoted: float, decimals: int, value: float) -> bool:
 
 
 def quoted_numbers(text: str) -> list[str]:
-    """The decimals and percentages in an answer, as written (at most :data:`MAX_NUMBERS`)."""
+    """The decimals and percentages in an answer, as written, each once (at most :data:`MAX_NUMBERS`)."""
     found = []
     for match in QUOTED_NUMBER.finditer(text):
-        number = match.group(0).strip()
-        if number and any(c.isdigit() for c in number) and ("." in number or "%" in number):
-            found.append(number[:MAX_NUMBER_CHARS])
+        number = match.group(0).strip()[:MAX_NUMBER_CHARS]
+        if any(c.isdigit() for c in number) and ("." in number or "%" in number) and number not in found:
+            found.append(number)
         if len(found) == MAX_NUMBERS:
             break
     return found

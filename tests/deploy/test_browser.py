@@ -12,6 +12,9 @@
   carol's submission shows, for each autograded cell, its points and why points
   were lost (the failing hidden tests' names and messages), no ``Out[ ]`` box,
   and a score and comment typed into a written answer land in ``gradebook.db``.
+* Beside alice's written answer that quotes B1's measured numbers (her notebook run in fast
+  mode with her id), the formgrader shows her seed, the values her run recorded and which
+  of the numbers she quotes they hold.
 * The feedback: ``nbgrader generate_feedback`` gives carol an HTML page that shows
   the per-test messages, and whose math is MathML that renders with no network.
 
@@ -237,8 +240,19 @@ def course(tmp_path_factory, repo_root):
         target = root / "submitted" / student / ASSIGNMENT
         target.mkdir(parents=True)
         shutil.copy(SAMPLES / student / ASSIGNMENT / f"{STEM}.ipynb", target)
+    run_as_student(root / "submitted" / FULL / ASSIGNMENT / f"{STEM}.ipynb", FULL)
     run_nbgrader(root, "autograde", ASSIGNMENT, "--create", "--force")
     return root
+
+
+def run_as_student(path: Path, student: str) -> None:
+    """Execute a notebook in place as ``student`` would (fast mode, their id in the environment),
+    so that it holds the values its experiments recorded with that student's seed."""
+    from autograder.paths import venv_env
+
+    env = {**venv_env(), **OFFLINE, "WEEK6_STUDENT": student, "WEEK6_FAST": "1", "MPLBACKEND": "Agg"}
+    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--inplace",
+                    path.name], cwd=path.parent, env=env, check=True, capture_output=True, timeout=900)
 
 
 def gradebook(root: Path):
@@ -367,6 +381,36 @@ def test_formgrader_shows_why_points_were_lost_and_saves_manual_grades(driver, c
         assert until(saved, 30, "the score and comment typed into the formgrader did not reach gradebook.db") == (
             1.5, comment)
         screenshot(driver, "formgrader-manual-grade")
+
+
+def test_formgrader_shows_what_the_notebook_recorded_beside_an_answer_that_quotes_it(driver, course, formgrader):
+    """Alice ran her notebook with her id: beside her B1 (b) answer the TA sees her seed, the values
+    her run recorded, and which of the numbers she quotes they hold."""
+    from selenium.webdriver.common.by import By
+
+    with gradebook(course) as gb:
+        submission_id = gb.find_submission_notebook(STEM, ASSIGNMENT, FULL).id
+    with evidence(driver, "formgrader-numbers"):
+        formgrader.log_in(driver, f"formgrader/submissions/{submission_id}/")
+        # The page's scripts have loaded the grades (and moved the focus) when a score box shows its score.
+        wait(driver, 60).until(lambda d: d.find_element(By.ID, "test_clm_loss").get_attribute("placeholder") != "",
+                               "the formgrader did not load the grades")
+        answer = driver.find_element(By.ID, "b1_token_counts")
+        panel = answer.find_element(By.XPATH, f"{CELL}/following-sibling::div[contains(@class, 'week6-printed')][1]")
+        shown = squash(text_of(panel))
+        assert "What this notebook recorded for this answer" in shown and "this student's" in shown, shown
+        assert "B1 masking: targets per sentence" in shown and "share of draws with no target" in shown, shown
+        assert re.search(r"0\.75: recorded \(B1 masking: targets per sentence: mean number of targets", shown), shown
+        assert "44 %: recorded" in shown and "0.15: not among the recorded values" in shown, shown
+        # The page's own script moves the view to the focused score box once it has loaded: scroll
+        # until the panel stays in view.
+        def in_view():
+            scroll_into_view(driver, panel, "start")
+            driver.execute_script("window.scrollBy(0, -260);")
+            return driver.execute_script("return window.scrollY > 0;")
+
+        until(in_view, 15, "the page does not stay scrolled to the panel")
+        screenshot(driver, "formgrader-numbers", docs="formgrader-numbers.png")
 
 
 # -- the feedback --------------------------------------------------------------------------

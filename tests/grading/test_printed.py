@@ -54,7 +54,7 @@ def b3(printed: Printed):
 
 # ------------------------------------------------------------------------------ quoted numbers
 def test_quoted_numbers_are_decimals_and_percentages_not_counts_or_settings():
-    text = "dev accuracy 0.853 (85.3 %), .75, 12% after 1,024 reviews, 3 epochs, lr 3e-5, v1.2 and 2.5."
+    text = "dev accuracy 0.853 (85.3 %), .75, 12% after 1,024 reviews, 3 epochs, lr 3e-5, v1.2, 2.5 and 0.853."
     assert quoted_numbers(text) == ["0.853", "85.3 %", ".75", "12%", "2.5"]
 
 
