@@ -239,14 +239,15 @@ class NumbersToCheck:
 def numbers_to_check(results: ClassResults) -> list[NumbersToCheck]:
     """Per student and notebook (``Report.printed``, ``autograder/printed.py``): a run whose seed is
     not the student's, quoted experiments the notebook did not record, and quoted numbers that
-    only the reference table holds or that match no recorded value. An answer left blank is not
-    listed: it quotes nothing."""
+    only the reference table holds or that match no recorded value. An answer that quotes no
+    number is not listed, nor a notebook that recorded nothing unless an answer quotes numbers
+    (submitted without running its experiments, it has no numbers to check otherwise)."""
     found = []
     for report in sorted(results.notebook_reports(), key=lambda r: (r.student, r.notebook)):
         printed = report.printed
         if printed is None:
             continue
-        if printed.seed_note:
+        if printed.seed_note and printed.seed is not None:
             found.append(NumbersToCheck(report.student, report.notebook, "", "seed", printed.seed_note))
         for answer in printed.answers:
             if not answer.numbers:

@@ -149,6 +149,9 @@ def test_the_class_report_lists_the_numbers_to_check(tmp_path):
     for student, answer in answers.items():
         printed = printed_values(submission(measures(student="ann"), answer=answer), NOTEBOOK, student)
         write_report(out, student, STEM, Report(student, f"{STEM}.ipynb", printed=printed))
+    for student, answer in {"dan": "I remember 0.75", "eve": "no numbers"}.items():  # nothing recorded
+        printed = printed_values(submission(answer=answer), NOTEBOOK, student)
+        write_report(out, student, STEM, Report(student, f"{STEM}.ipynb", printed=printed))
     rows = {(n.student, n.answer, n.what): n.detail for n in statistics.numbers_to_check(load_grades(out))}
     assert rows == {
         ("bea", "", "seed"): rows[("bea", "", "seed")],
@@ -156,7 +159,8 @@ def test_the_class_report_lists_the_numbers_to_check(tmp_path):
         ("bea", "b3_large_lr", "from the reference table"):
             f"0.508 ({B3}: dev accuracy before fine-tuning); 0.772 ({B3}: dev accuracy, lr 1e-4)",
         ("cal", "b3_large_lr", "not among the recorded values"): "0.9999",
-    }, "ann ran with her own id and quoted what she recorded; the others ran with ann's id"
+        ("dan", "b3_large_lr", "not recorded"): B3,
+    }, "ann ran with her own id and quoted what she recorded; bea and cal ran with ann's id; eve quotes nothing"
     page = class_report.write(load_grades(out), class_report.Extras(), out).read_text()
     assert 'id="numbers"' in page and "from the reference table" in page
 
