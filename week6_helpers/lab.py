@@ -6,7 +6,9 @@ formgrader complains when the folder is not a course directory. This starts
 JupyterLab on FOLDER (default: the working directory) with the settings in
 ``jupyter_student/`` first on Jupyter's configuration path: those tools
 switched off, and nbgrader's Validate button given limits that suit these
-notebooks (see ``jupyter_student/nbgrader_config.py``). Any further options
+notebooks (see ``jupyter_student/nbgrader_config.py``). ``--student ID`` enters
+your student id once for every notebook of the session (``WEEK6_STUDENT``: the
+seed of your experiments, ``week6_helpers/reference.py``). Any further options
 go to ``jupyter lab`` unchanged.
 """
 from __future__ import annotations
@@ -28,8 +30,12 @@ def command(folder: Path, extra: list[str]) -> list[str]:
     return args + extra
 
 
-def environment() -> dict[str, str]:
+def environment(student: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    if student is not None:
+        from .reference import STUDENT_VARIABLE
+
+        env[STUDENT_VARIABLE] = student
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
         p for p in (str(STUDENT_CONFIG), env.get("JUPYTER_CONFIG_PATH", "")) if p)
     return env
@@ -42,8 +48,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {folder} is not a folder; give the folder that holds your notebooks", file=sys.stderr)
         return 2
     folder = folder.resolve()
+    student = None
+    if "--student" in argv:
+        at = argv.index("--student")
+        if at + 1 == len(argv) or not argv[at + 1].strip() or argv[at + 1].startswith("-"):
+            print("error: --student needs your student id, as in: python -m week6_helpers.lab --student jdoe",
+                  file=sys.stderr)
+            return 2
+        student = argv[at + 1].strip()
+        del argv[at:at + 2]
     # nbgrader's Validate reads nbgrader_config.py from the server's working directory.
-    return subprocess.call(command(folder, argv), env=environment(), cwd=folder)
+    return subprocess.call(command(folder, argv), env=environment(student), cwd=folder)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
 
 **Your own numbers.** Every student's experiments run with a seed of their own, made from their
 student id (:func:`student_seed`), so two students' runs differ and the course staff, who know
-your id, can compute what your run should show. Enter your id once per notebook, in the
-``STUDENT_ID`` line of its settings cell (on the course's JupyterHub it is your hub user and you
-may leave the line empty). Each experiment then shows what it measured in one line, "Recorded
+your id, can compute what your run should show. Enter your id in the ``STUDENT_ID`` line of a
+notebook's settings cell, or once for every notebook with ``python -m week6_helpers.lab --student
+ID`` (on the course's JupyterHub it is your hub user and you may leave the line empty). Each experiment then shows what it measured in one line, "Recorded
 for your answers ...": the values a written answer that quotes numbers should quote, and the
 values the TA sees beside that answer when grading it.
 
@@ -84,8 +84,8 @@ def experiment_seed(student: str = "", default: int = 0) -> int:
     if who is None:
         _run.update(seed=default, student=None, source="default")
         print(f"No student id: the experiments use seed {default}, the course's. Put your student id in the "
-              f"STUDENT_ID line above (or set {STUDENT_VARIABLE}) and run the notebook again, so that your "
-              f"numbers are your own.")
+              f"STUDENT_ID line above (or start JupyterLab with python -m week6_helpers.lab --student YOUR_ID) "
+              f"and run the notebook again, so that your numbers are your own.")
         return default
     seed = student_seed(who)
     _run.update(seed=seed, student=who, source=source)

@@ -28,6 +28,18 @@ def test_the_student_settings_come_first_on_jupyters_path(monkeypatch):
     assert lab.environment()["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(lab.STUDENT_CONFIG), "/elsewhere"]
 
 
+def test_the_student_id_is_entered_once_for_the_session(monkeypatch, tmp_path, capsys):
+    from week6_helpers.reference import STUDENT_VARIABLE
+
+    assert lab.environment("jdoe")[STUDENT_VARIABLE] == "jdoe"
+    calls = []
+    monkeypatch.setattr(lab.subprocess, "call", lambda args, env, cwd: calls.append((args, env)) or 0)
+    assert lab.main([str(tmp_path), "--student", "jdoe", "--port", "1"]) == 0
+    (args, env), = calls
+    assert env[STUDENT_VARIABLE] == "jdoe" and args[-2:] == ["--port", "1"] and "jdoe" not in args
+    assert lab.main([str(tmp_path), "--student"]) == 2 and "needs your student id" in capsys.readouterr().err
+
+
 def test_a_missing_folder_is_a_clear_error(tmp_path, capsys):
     assert lab.main([str(tmp_path / "nowhere")]) == 2
     assert "is not a folder" in capsys.readouterr().err
