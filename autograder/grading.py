@@ -24,10 +24,20 @@ from .course import load_course
 from .draws import Draws
 from .notebook import UnreadableNotebook, read_notebook
 from .plan import plan_grading
-from .printed import printed_values
+from .printed import Printed, printed_values
 from .pytest_plugin import run_hidden_suite
 from .report import Report
 from .session import GradingSession, SubmissionSandbox
+
+
+def recorded_for_answers(submitted, notebook, student: str) -> Printed | None:
+    """:func:`~autograder.printed.printed_values`, which informs the TA and never costs a grade: a
+    notebook it cannot read says so in the staff's note instead of failing the grading."""
+    try:
+        return printed_values(submitted, notebook, student)
+    except Exception as err:  # noqa: BLE001  (whatever the file holds, the tests still run)
+        return Printed(seed_note=f"what the notebook recorded could not be read ({type(err).__name__}): "
+                                 "look at the submission itself")
 
 
 def grade_notebook(path: Path, *, student: str, config: GradingConfig,
@@ -46,7 +56,7 @@ def grade_notebook(path: Path, *, student: str, config: GradingConfig,
         submitted = read_notebook(path)
         plan = plan_grading(submitted, stem, course)
         warnings = plan.warnings
-        printed = printed_values(submitted, course.notebook(stem), student)
+        printed = recorded_for_answers(submitted, course.notebook(stem), student)
     except UnreadableNotebook as err:
         fatal = str(err)
 

@@ -200,3 +200,14 @@ def test_a_students_run_is_graded_with_its_values_and_recomputed_by_the_staff(tm
     nbformat.write(nb, folder / f"{stem}.ipynb")
     run = recompute()
     assert run.returncode == 1 and "4 of 5 values agree" in run.stdout and "DIFFERS" in run.stdout, run.stdout
+
+
+def test_a_notebook_whose_records_cannot_be_read_is_still_graded():
+    """Reading the records informs the TA and never costs a grade: a failure there is a staff note."""
+    from unittest import mock
+
+    import autograder.grading as grading
+
+    with mock.patch.object(grading, "printed_values", side_effect=RecursionError("nested too deep")):
+        printed = grading.recorded_for_answers(submission(measures()), NOTEBOOK, "alice")
+    assert printed.answers == [] and "could not be read (RecursionError)" in printed.seed_note
