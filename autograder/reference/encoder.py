@@ -26,7 +26,7 @@ def _layer_norm(x: torch.Tensor, weights: dict[str, torch.Tensor], name: str, ep
 
 def _part(weights: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
     """The entries of ``weights`` under ``prefix``, with the prefix taken off their names."""
-    return {name[len(prefix):]: value for name, value in weights.items() if name.startswith(prefix)}
+    return {name.removeprefix(prefix): value for name, value in weights.items() if name.startswith(prefix)}
 
 
 def multi_head_self_attention(x: torch.Tensor, attention_mask: torch.Tensor, weights: dict[str, torch.Tensor],
