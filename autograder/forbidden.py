@@ -90,8 +90,12 @@ _ASSEMBLED = ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_
 
 def _assembled(advice: str) -> Rule:
     """An item of the assembled BERT: no library attention or BERT module, by name or by what runs
-    (its calls take tensors only, so every attention operator that runs is the student's doing)."""
-    return _rule(_ASSEMBLED, advice, aten_ops=_ATTENTION_OPS, entry_points=_LIBRARY_ATTENTION)
+    (its calls take tensors only, so every attention operator that runs is the student's doing).
+    F.scaled_dot_product_attention on inputs its fused kernels do not take (3-D ones) falls back to
+    a decomposition whose only mark is _safe_softmax; a softmax the student calls (torch.softmax:
+    aten._softmax) is ``softmax``'s matter, not these items'."""
+    return _rule(_ASSEMBLED, advice, aten_ops=(*_ATTENTION_OPS, "aten._safe_softmax", "aten._masked_softmax"),
+                 entry_points=_LIBRARY_ATTENTION)
 
 
 # peft builds every adapter through a tuner (BaseTuner.__init__: LoraModel, prompt tuning's
