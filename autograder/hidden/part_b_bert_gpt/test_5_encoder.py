@@ -144,7 +144,7 @@ def test_multi_head_self_attention_padding(student):
     for kind, mask in (("int64", PADDED), ("bool", PADDED.bool())):
         actual = student.call(x, mask, weights, HEADS)
         _expect_close(student, actual, encoder.multi_head_self_attention(x, mask, weights, HEADS), device="cpu",
-                      what=f"multi_head_self_attention with a {kind} attention_mask (1 or True: a real token)")
+                      what=f"multi_head_self_attention with attention_mask as {kind} (1 or True: a real token)")
     # Padding keys must not matter: change the inputs at padding positions, the real rows stay put.
     noisy = x.clone()
     noisy[~PADDED.bool()] = _randn(int((PADDED == 0).sum()), HIDDEN, seed=522, scale=5.0)
