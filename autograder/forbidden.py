@@ -16,7 +16,8 @@ Two layers, because neither is enough alone:
    form, ``functools.partial``, ``exec``).
 
 Operators are named only where the item's calls run nothing but the student's code
-(``softmax``, ``scaled_dot_product_attention``). Elsewhere the grader hands the
+(``softmax``, ``scaled_dot_product_attention``, and the assembled BERT's three items, which
+take tensors only). Elsewhere the grader hands the
 student a model whose attention legitimately runs softmax, so those rules name the
 library's Python entry points (``generate``, the collator, the pipeline, the
 schedulers, ``Trainer``, the logits warpers) instead.
@@ -75,6 +76,28 @@ _GENERATION = ("transformers.generation.utils:GenerationMixin.generate",
                "transformers.generation.utils:GenerationMixin._sample",
                "transformers.generation.utils:GenerationMixin._beam_search")
 
+# Attention done by a library module rather than by the student's own pieces: torch's
+# MultiheadAttention (its Python path; the fused one runs the _ATTENTION_OPS) and the BERT
+# modules of transformers, whose forward passes are what the assembled-BERT items ask for.
+_BERT = "transformers.models.bert.modeling_bert"
+_BERT_MODULES = ("BertModel", "BertEmbeddings", "BertEncoder", "BertLayer", "BertAttention", "BertSelfAttention",
+                 "BertSelfOutput", "BertIntermediate", "BertOutput")
+_LIBRARY_ATTENTION = ("torch.nn.modules.activation:MultiheadAttention.forward",
+                      "torch.nn.functional:multi_head_attention_forward",
+                      *(f"{_BERT}:{module}.forward" for module in _BERT_MODULES))
+_ASSEMBLED = ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward", *_BERT_MODULES)
+
+
+def _assembled(advice: str) -> Rule:
+    """An item of the assembled BERT: no library attention or BERT module, by name or by what runs
+    (its calls take tensors only, so every attention operator that runs is the student's doing).
+    F.scaled_dot_product_attention on inputs its fused kernels do not take (3-D ones) falls back to
+    a decomposition whose only mark is _safe_softmax; a softmax the student calls (torch.softmax:
+    aten._softmax) is ``softmax``'s matter, not these items'."""
+    return _rule(_ASSEMBLED, advice, aten_ops=(*_ATTENTION_OPS, "aten._safe_softmax", "aten._masked_softmax"),
+                 entry_points=_LIBRARY_ATTENTION)
+
+
 # peft builds every adapter through a tuner (BaseTuner.__init__: LoraModel, prompt tuning's
 # model wrapper, ...) or a PeftModel; a LoRA layer made alone sets itself up in update_layer.
 _PEFT = ("peft.mapping_func:get_peft_model", "peft.peft_model:PeftModel.__init__",
@@ -89,6 +112,10 @@ RULES: dict[str, Rule] = {
         "write the matrix products, the masking and the softmax yourself",
         aten_ops=_ATTENTION_OPS + _SOFTMAX_OPS,
     ),
+    "multi_head_self_attention": _assembled(
+        "project, split into heads and call your scaled_dot_product_attention, then merge and project"),
+    "encoder_layer": _assembled("add each sub-layer to its input and apply F.layer_norm, with your attention"),
+    "bert_encoder": _assembled("sum the three embeddings, normalise, and run your encoder_layer for each layer"),
     "mask_tokens": _rule(
         ("DataCollatorForLanguageModeling", "DataCollatorForWholeWordMask", "torch_mask_tokens",
          "numpy_mask_tokens"),

@@ -78,7 +78,9 @@ TOPICS: list[tuple[str, str, list[tuple]]] = [
         ("part_b_bert_gpt", "b1_why_not_50_percent"), ("part_b_bert_gpt", "b1_token_counts"),
         ("part_b_bert_gpt", "bert_pair_input"), ("part_b_bert_gpt", "make_nsp_pairs"),
         ("part_b_bert_gpt", "softmax"), ("part_b_bert_gpt", "causal_mask"),
-        ("part_b_bert_gpt", "scaled_dot_product_attention"), ("part_b_bert_gpt", "attention_connections")]),
+        ("part_b_bert_gpt", "scaled_dot_product_attention"), ("part_b_bert_gpt", "attention_connections"),
+        ("part_b_bert_gpt", "multi_head_self_attention"), ("part_b_bert_gpt", "encoder_layer"),
+        ("part_b_bert_gpt", "bert_encoder")]),
     ("B2", "GPT's autoregressive modelling: losses and decoding", [
         ("part_b_bert_gpt", "cat_next_word_probs"), ("part_b_bert_gpt", "clm_loss"),
         ("part_b_bert_gpt", "mlm_loss"), ("part_b_bert_gpt", "sample_next_token"),

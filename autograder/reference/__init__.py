@@ -8,6 +8,8 @@ students' notebook stubs repeat and that the hidden tests check:
                        (a pre-training recipe, not graded)
 - ``losses``           causal (next-token) and masked language-model losses
 - ``decoding``         temperature / top-k / top-p sampling, greedy and beam search
+- ``encoder``          BERT's encoder assembled from the attention: multi-head self-attention,
+                       the post-LN layer, embeddings and layers from a BertModel state dict
 - ``span_corruption``  T5's random span noise and sentinel targets
 - ``finetuning``       learning-rate schedule, layer freezing, train / evaluate loops
 - ``lora``             low-rank adaptation (LoRA) of linear layers

@@ -134,6 +134,45 @@ def test_a_hand_written_attention_is_not_a_shortcut(worker):
                           atol=1e-5)
 
 
+# --------------------------------------------------------------------------- the assembled BERT
+# The three items take tensors only; every route below is attention done by a library.
+X3 = torch.randn(2, 4, 8)
+TINY_BERT_CONFIG = ("from transformers import BertConfig\n"
+                    "CONFIG = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, "
+                    "intermediate_size=16, max_position_embeddings=8)\n")
+ASSEMBLED_ROUTES = {
+    "nn.MultiheadAttention": "def f(x):\n    return nn.MultiheadAttention(8, 2, batch_first=True)(x, x, x)[0]\n",
+    "nn.MultiheadAttention, fused path": "def f(x):\n    with torch.no_grad():\n"
+                                         "        return nn.MultiheadAttention(8, 2, batch_first=True).eval()(x, x, x)[0]\n",
+    "F.scaled_dot_product_attention, captured": "ATT = getattr(F, 'scaled_dot_product_' + 'attention')\n"
+                                                "def f(x):\n    return ATT(x, x, x)\n",
+    "BertLayer": TINY_BERT_CONFIG + "def f(x):\n    from transformers.models.bert import modeling_bert as mb\n"
+                                    "    return mb.BertLayer(CONFIG).eval()(x)\n",
+    "BertSelfAttention": TINY_BERT_CONFIG + "def f(x):\n    import transformers.models.bert.modeling_bert as mb\n"
+                                            "    return mb.BertSelfAttention(CONFIG).eval()(x)[0]\n",
+    "BertModel": TINY_BERT_CONFIG + "def f(x):\n    from transformers import BertModel\n"
+                                    "    ids = torch.zeros(x.shape[:2], dtype=torch.long)\n"
+                                    "    return BertModel(CONFIG).eval()(input_ids=ids).last_hidden_state\n",
+}
+
+
+@pytest.mark.parametrize("item", ["multi_head_self_attention", "encoder_layer", "bert_encoder"])
+@pytest.mark.parametrize("route", ASSEMBLED_ROUTES)
+def test_library_attention_trips_in_the_assembled_bert(worker, item, route):
+    result = watched(worker, item, ASSEMBLED_ROUTES[route], X3)
+    assert result["tripped"] and not result["tampered"], result
+
+
+def test_hand_written_heads_are_not_a_shortcut(worker):
+    source = OWN_SOFTMAX_CELL + (
+        "def f(x):\n"
+        "    q = x.view(2, 4, 2, 4).transpose(1, 2)\n"
+        "    weights = own_softmax(q @ q.transpose(-2, -1) / math.sqrt(4))\n"
+        "    return F.layer_norm((weights @ q).transpose(1, 2).reshape(2, 4, 8) + x, (8,))\n")
+    result = watched(worker, "encoder_layer", source, X3)
+    assert (result["tripped"], result["tampered"]) == ([], [])
+
+
 # --------------------------------------------------------------------------- generate
 GENERATE_ROUTES = {
     "direct": "def f(model, ids, n):\n    return model.generate(ids, max_new_tokens=n, do_sample=False)\n",

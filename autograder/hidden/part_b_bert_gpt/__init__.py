@@ -1,5 +1,5 @@
 """Hidden tests of part_b_bert_gpt.ipynb: MLM corruption, attention, the two
-pre-training losses, and decoding.
+pre-training losses, decoding, and the BERT encoder assembled from the attention.
 
 Every test builds its inputs from fixed seeds, calls the student's code through
 ``student`` (the sandbox), computes the expected answer with

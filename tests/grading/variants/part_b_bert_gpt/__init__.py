@@ -2,6 +2,6 @@
 from __future__ import annotations
 
 from .. import gathered
-from . import attention, decoding, losses, masking
+from . import attention, decoding, encoder, losses, masking
 
-MUTANTS, ALTERNATIVES, EXTRA_NAMESPACE, __getattr__ = gathered(masking, attention, losses, decoding)
+MUTANTS, ALTERNATIVES, EXTRA_NAMESPACE, __getattr__ = gathered(masking, attention, losses, decoding, encoder)
