@@ -353,7 +353,9 @@ def test_export_through_nbgrader_has_notebook_columns(course):
     nbgrader(root, "export", f"--to={out}")
     with out.open(newline="") as handle:
         rows = {row["student_id"]: row for row in csv.DictReader(handle)}
-    assert float(rows["pat"]["part_b_bert_gpt_score"]) == 45 and float(rows["pat"]["part_b_bert_gpt_max_score"]) == 59
+    notebook = load_course().notebook(STEM)  # pat loses one hidden test of clm_loss; no answer is graded yet
+    assert float(rows["pat"]["part_b_bert_gpt_score"]) == notebook.auto_points - 1
+    assert float(rows["pat"]["part_b_bert_gpt_max_score"]) == notebook.points
     assert float(rows["carol_half_correct"]["part_a_discovery_score"]) == 0
     assert list(rows["pat"])[11::2] == [f"{name}_score" for name in load_course().stems]
 
