@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.course import load_course
 from autograder.paths import REPO
 
 SAMPLES = REPO / "data" / "sample_submissions"
@@ -71,7 +72,7 @@ def test_the_ta_sequence_runs_verbatim_from_a_fresh_clone(clone, repo_root):
     stems = sorted(p.stem for p in (repo_root / "solutions" / "week6").glob("*.ipynb"))
     columns = list(next(iter(rows.values())))
     assert all(f"{stem}_score" in columns and f"{stem}_max_score" in columns for stem in stems), columns
-    assert float(rows["alice_full_solution"]["part_b_bert_gpt_score"]) == 46
+    assert float(rows["alice_full_solution"]["part_b_bert_gpt_score"]) == load_course().notebook("part_b_bert_gpt").auto_points
     auto_total = {s: sum(v for v in expected_scores(expected, s)) for s in STUDENTS}
     for student in STUDENTS:
         assert float(rows[student]["raw_score"]) == pytest.approx(auto_total[student]), student
