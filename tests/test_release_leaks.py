@@ -47,7 +47,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.notebook import solution_regions
+from autograder.notebook import reference_table, solution_regions
 from autograder.paths import REPO
 
 SOURCE = REPO / "solutions" / "week6"
@@ -405,7 +405,7 @@ def answers_after_a_table(cells: list[dict]) -> list[tuple[int, str]]:
     for index, cell in enumerate(cells):
         if _is_heading(cell):
             table = None
-        elif cell.get("metadata", {}).get("week6", {}).get("reference_values"):
+        elif reference_table(cell):
             table = index
         elif table is not None and _is_written_answer(cell):
             found.append((index, _grade_id(cell)))

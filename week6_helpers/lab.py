@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .reference import STUDENT_VARIABLE
+
 STUDENT_CONFIG = Path(__file__).resolve().parent / "jupyter_student"
 
 
@@ -33,8 +35,6 @@ def command(folder: Path, extra: list[str]) -> list[str]:
 def environment(student: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
     if student is not None:
-        from .reference import STUDENT_VARIABLE
-
         env[STUDENT_VARIABLE] = student
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
         p for p in (str(STUDENT_CONFIG), env.get("JUPYTER_CONFIG_PATH", "")) if p)

@@ -22,6 +22,8 @@ import math
 import os
 from collections.abc import Mapping
 
+from .runtime import fast_mode
+
 SEED_VARIABLE = "WEEK6_SEED"
 RECORD_VARIABLE = "WEEK6_RECORD"
 STUDENT_VARIABLE = "WEEK6_STUDENT"   # the student id, where it is set for the whole session
@@ -123,8 +125,6 @@ def record(experiment: str, values: Mapping[str, float]) -> None:
             handle.write(json.dumps({"experiment": experiment, "values": numbers}) + "\n")
     shown = "; ".join(f"{label} {'-' if number is None else f'{number:.4g}'}" for label, number in numbers.items())
     text = f"Recorded for your answers ({experiment}, seed {_run['seed']}): {shown}"
-    from .runtime import fast_mode
-
     # values as [label, number] pairs: a notebook file stores JSON objects with sorted keys
     data = {"experiment": str(experiment), "values": [[label, number] for label, number in numbers.items()], "seed": _run["seed"], "student": _run["student"],
             "seed_source": _run["source"], "mode": "fast" if fast_mode() else "full"}
