@@ -26,7 +26,8 @@ log = logging.getLogger("autograder")
 
 
 UNUSED_PLUGINS = ("unraisableexception", "threadexception", "faulthandler", "warnings", "doctest",
-                  "junitxml", "pastebin", "legacypath", "stepwise", "lfplugin", "nfplugin")
+                  "junitxml", "pastebin", "legacypath", "stepwise", "lfplugin", "nfplugin", "logging",
+                  "tmpdir", "monkeypatch", "recwarn", "setuponly", "setupplan", "subtests")
 
 
 def suite_dir(stem: str) -> Path:
@@ -50,6 +51,8 @@ def suite_modules(stem: str) -> list[Path]:
 
 def _node_ids(stem: str, tests: Sequence[str]) -> list[str]:
     """pytest's ids of the test functions ``tests`` of ``stem``'s suite, wherever a section defines them."""
+    if not tests:
+        return []
     where = {node.name: path for path in suite_files(stem) for node in ast.parse(path.read_text()).body
              if isinstance(node, ast.FunctionDef)}
     return [f"{where[name]}::{name}" for name in tests]
@@ -161,9 +164,13 @@ def run_hidden_suite(stem: str, session, *, device: str, draws: Draws = PUBLIC,
         # time goes into formatting tracebacks (with tensor dumps) nobody will see.
         *(_node_ids(stem, tests) or map(str, suite)), "-q", "-p", "no:cacheprovider", "--assert=plain", "--tb=no", "--no-header",
         "-c", str(HIDDEN_DIR / "pytest.ini"), "--rootdir", str(HIDDEN_DIR), "-o", "console_output_style=classic",
-        # Plugins a hidden suite has no use for. unraisableexception and threadexception
-        # end the session with full garbage collections, 0.2 s each over torch's and
-        # transformers' heap; the rest wrap every test in work nobody reads.
+        # The plugins of installed packages (anyio's, platformdirs') have no business in a
+        # hidden suite; finding them reads every package's metadata, each session.
+        "--disable-plugin-autoload",
+        # pytest's own plugins a hidden suite has no use for. unraisableexception and
+        # threadexception end the session with full garbage collections, 0.2 s each over
+        # torch's and transformers' heap; logging wraps every phase of every test in
+        # handlers; the rest register fixtures no hidden test asks for.
         *[arg for plugin in UNUSED_PLUGINS for arg in ("-p", f"no:{plugin}")],
     ]
     if device == "cpu":

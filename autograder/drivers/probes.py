@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from autograder.sandbox.fixtures import seeded
+from autograder.sandbox.fixtures import seed_cpu, seeded
 from autograder.sandbox.probes import register_probe, student_definition
 
 MISSING = "__default__"  # a keyword the driver must leave out, so the function's default applies
@@ -38,8 +38,10 @@ def forked_rng(device: torch.device | str, seed: int | None) -> Iterator[None]:
     device = torch.device(device)
     devices = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
-        if seed is not None:
+        if seed is not None and devices:
             torch.manual_seed(seed)
+        elif seed is not None:
+            seed_cpu(seed)
         yield
 
 

@@ -7,7 +7,7 @@ process that holds the student's namespace:
 * ``worker``: ``Worker``, the grader's handle (timeouts, kill, restart);
 * ``worker_main``: the entry point inside the sandbox (limits, standard streams);
 * ``session``: the student namespace and the request loop;
-* ``protocol``: frames, ``torch.save``/``weights_only`` payloads, the vocabulary;
+* ``protocol``: frames, payloads (a JSON skeleton and raw tensor bytes), the vocabulary;
 * ``channel``: the grader's deadline-aware pipe I/O;
 * ``isolation``: the bubblewrap command line and the scrubbed environment;
 * ``limits``: the rlimits the worker puts on itself, and the whole-tree limits;

@@ -4,20 +4,32 @@ A message is one *frame* on a pipe::
 
     b"AGSB" | payload length (8 bytes, big endian) | payload
 
-and the payload is the ``torch.save`` serialisation of a value from a small
-vocabulary. Both sides decode with ``torch.load(..., weights_only=True)``, which only
-rebuilds tensors and builtin containers and scalars, so no pickled object from the
-other side ever gets to run code; a walk over the decoded value then rejects what
-``weights_only`` still admits but the grader has no use for (``nn.Parameter``,
-``torch.dtype``, sets, subclasses of builtins, ...).
+and the payload is a value from a small vocabulary in this module's own format::
+
+    skeleton length (4 bytes, big endian) | skeleton | tensor data
+
+The *skeleton* is UTF-8 JSON in which every container is an array led by a tag:
+``["l", item, ...]`` a list, ``["t", item, ...]`` a tuple, ``["d", key, value, ...]``
+a dict, ``["T", dtype, [sizes], device]`` a tensor whose bytes come next in the data
+section (tensors in the order the skeleton names them, each one's elements in row-major
+order, nothing between or after them); scalars are JSON's own. Decoding is
+``json.loads`` (the standard library's C parser, which builds only strings, numbers,
+lists and dicts) and a walk that rebuilds the containers and cuts every tensor from the
+data: nothing from the other side is ever unpickled or gets to run code, and every
+decoded tensor is a fresh, contiguous copy that owns exactly its bytes. A walk over the
+decoded value then rejects what the vocabulary does not admit.
+
+The format replaced ``torch.save`` with ``torch.load(weights_only=True)``: a zip archive
+and a pure-Python unpickler cost about half a millisecond a message each way, a fifth
+of what the hidden suites' tests cost; JSON and byte slices cost about a twentieth of it.
 
 The vocabulary, within the limits below:
 
-* ``torch.Tensor``, exactly that type, strided layout (no subclass, no Parameter),
-  contiguous and owning its storage: no stride-0 or overlapping view, no view into a
-  larger storage, no storage shared with another tensor of the message, no autograd
-  (``requires_grad`` off);
-* ``None``, ``bool``, ``int``, ``float``, ``str``, exactly those types;
+* ``torch.Tensor``, exactly that type, strided layout (no subclass, no Parameter), on
+  the CPU or a CUDA device, of one of the dtypes of ``DTYPES``, without autograd
+  (``requires_grad`` off); the sender sends a contiguous copy of its own;
+* ``None``, ``bool``, ``int`` (at most ``MAX_INT_BITS`` bits), ``float``, ``str``,
+  exactly those types;
 * ``list``, ``tuple``, and ``dict`` with ``str`` keys, of the above.
 
 Limits
@@ -26,52 +38,38 @@ Limits
 ``decode`` is bounded by what it *unpacks*, not only by what it receives: a
 hostile worker controls every byte of its replies (it can replace this module's
 encoder), and a small frame must not become a large or slow value in the grader.
-Before ``torch.load`` sees a payload, ``check_container`` reads its zip directory
-with ``zipfile`` (after checking the end records, so that ``zipfile`` and torch's
-own reader see the same directory); after loading, the vocabulary walk charges
-every value to a per-message budget. The sender runs the same walk in ``to_wire``,
-so an honest worker refuses an oversized value itself, with a message for the
-student (``ValueRejected``); only a tampered worker meets the receiver's refusal,
-and the grader then kills it. Largest honest message measured (of the 4,345 that
-the hidden suites of ``tests/grading`` send both ways): 1.4 MB, 80 zip records (74
-tensors), a 9.2 KB pickle, 207 items; a cell's source travels in the pickle too
-(largest solution cell: 5.7 KB).
+The skeleton's length is read before anything is parsed; a tensor's bytes must have
+arrived before it is built; and the vocabulary walk charges every value to a
+per-message budget. The sender runs the same walk in ``to_wire``, so an honest worker
+refuses an oversized value itself, with a message for the student
+(``ValueRejected``); only a tampered worker meets the receiver's refusal, and the
+grader then kills it.
 
 * ``MAX_FRAME_BYTES`` = 256 MiB: bytes received in one frame. A reply is a test's
   worth of tensors, not a checkpoint.
-* Stored records only: every zip record ``ZIP_STORED`` (as ``torch.save`` writes
-  them), its size equal to its stored size, all records together no larger than
-  the payload. What ``torch.load`` allocates is then what arrived; a deflated
-  record inflates up to about 1000-fold.
-* ``MAX_ZIP_ENTRIES`` = 1,040 records (``MAX_TENSORS`` + 16): ``torch.save`` writes
-  6 fixed records and one per tensor. ``MAX_DIRECTORY_BYTES`` = 266,240 (256 bytes
-  a record; torch's take about 65). Both bound the directory parse and the
-  per-record work of ``torch.load``.
-* ``MAX_PICKLE_BYTES`` = 512 KiB: the pickle record, and every other record that
-  is not tensor data. The weights-only unpickler is pure Python, about 1 us and
-  up to 80 bytes of memory per opcode byte, so this cap is what bounds decoding
-  time: the worst case measured on a 2-core machine, empty lists filling the cap,
-  decodes (and is refused) in 0.5 s and 40 MB; small ints filling it, 0.2 s. The
-  walk charges each value an upper bound of its pickled size to the same cap.
-* ``MAX_ITEMS`` = 524,288 values (``MAX_PICKLE_BYTES``): every value is at least
-  one opcode byte, so the pickle cap admits no more; this bounds the walk.
-* ``MAX_TENSORS`` = 1,024 tensors, one zip record each.
+* ``MAX_SKELETON_BYTES`` = 1 MiB: the skeleton, everything but the tensors' data.
+  It bounds the parse (``json.loads`` reads about 100 MB/s) and, through the walk's
+  budget, the work and memory of what it holds: the walk charges each value an upper
+  bound of the bytes it takes in the skeleton.
+* ``MAX_ITEMS`` = 524,288 values: every value takes at least two bytes of the
+  skeleton (itself and a comma), so the skeleton cap admits no more; bounds the walk.
+* ``MAX_TENSORS`` = 1,024 tensors.
 * ``MAX_TENSOR_BYTES`` = 256 MiB: ``numel * element_size`` summed over a message's
-  tensors, counting a tensor each time it appears; no more than a frame carries.
-  Each tensor must also be contiguous and own exactly its storage (offset 0,
-  storage bytes = its bytes, no storage shared): a stride-0 or overlapping view
-  would otherwise turn a few received bytes into a huge tensor in the grader.
-* ``MAX_DEPTH`` = 32 levels of nesting (cycles, recursion).
+  tensors, counting a tensor each time it appears; no more than a frame carries,
+  and every byte of it must have arrived: a tensor's size is checked against the
+  data left before it is allocated.
+* ``MAX_DEPTH`` = 32 levels of nesting (cycles, recursion); ``MAX_DIMS`` = 64
+  dimensions a tensor (torch's own limit).
 
 ``decode(..., deadline=...)`` raises ``TimeoutError`` when decoding ends after the
 request's deadline; the caps above are what keep the time in between short.
 """
 from __future__ import annotations
 
-import io
+import json
+import re
 import struct
 import time
-import zipfile
 from typing import Any, BinaryIO
 
 import torch
@@ -86,14 +84,26 @@ MAX_FRAME_BYTES = 256 * 2**20
 # Values, containers and records: see "Limits" in the module docstring for the reasons
 # and the measurements behind each value.
 MAX_DEPTH = 32
-MAX_PICKLE_BYTES = 512 * 2**10  # worst case about 2 s to decode on a 2-core machine; honest <= 10 KB
-MAX_ITEMS = MAX_PICKLE_BYTES  # every item is at least one opcode byte of the pickle
+MAX_SKELETON_BYTES = 2**20  # honest messages: at most about 10 KB; about 50,000 floats of full precision
+MAX_ITEMS = MAX_SKELETON_BYTES // 2  # every item takes at least two bytes of the skeleton
 MAX_TENSORS = 1024
 MAX_TENSOR_BYTES = MAX_FRAME_BYTES
-# torch.save's zip archive: a few fixed records, then one record per tensor storage.
-FIXED_RECORDS = 16  # torch 2.x writes 6 (data.pkl, version, byteorder, ...): room to grow
-MAX_ZIP_ENTRIES = MAX_TENSORS + FIXED_RECORDS
-MAX_DIRECTORY_BYTES = 256 * MAX_ZIP_ENTRIES
+MAX_DIMS = 64  # torch's own limit on a tensor's dimensions
+MAX_INT_BITS = 8192  # about 2,466 digits, within Python's 4,300-digit limit on parsing ints
+
+SKELETON_LENGTH = struct.Struct(">I")
+# The dtypes a tensor may have on the wire, by name: every dtype whose elements are
+# plain bytes (no quantized or packed sub-byte types).
+DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in (
+    torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.complex128, torch.complex64,
+    torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.uint16, torch.uint32, torch.uint64,
+    torch.bool, torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)}
+_DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+_DEVICE = re.compile(r"cpu|cuda(:[0-9]{1,2})?")
+# Bound once, here: a student cell that patches ``json.dumps`` or ``json.loads`` for its
+# own use must not break the worker's replies.
+_JSON_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_JSON_DECODER = json.JSONDecoder()
 
 SCALAR_TYPES = (type(None), bool, int, float, str)
 _HINTS = {
@@ -121,8 +131,8 @@ def to_wire(value: Any, where: str = "value") -> Any:
     """Check ``value`` and return a copy that is safe and compact to serialise.
 
     Tensors are detached and cloned: that drops autograd history, hooks and Python
-    attributes, resolves lazy conjugate/negative views, and keeps ``torch.save`` from
-    shipping the whole storage behind a small view. ``torch.Size`` becomes a tuple,
+    attributes, resolves lazy conjugate/negative views, and leaves a contiguous tensor
+    of its own, whose bytes are the ones sent. ``torch.Size`` becomes a tuple,
     the one lossless conversion made on the sender's behalf. The copy is checked
     against the same limits as a received value, so what passes here also decodes
     on the other side.
@@ -131,10 +141,10 @@ def to_wire(value: Any, where: str = "value") -> Any:
 
 
 # What to_wire keeps free for the envelope the worker wraps around a checked value
-# ({"id": ..., "ok": True, "value": ...}, about 40 bytes of pickle and 3 items), so
+# ({"id": ..., "ok": True, "value": ...}, about 40 bytes of skeleton and 3 items), so
 # that the receiver, which checks the whole message, accepts it too.
 ENVELOPE_ITEMS = 16
-ENVELOPE_PICKLE_BYTES = 1024
+ENVELOPE_SKELETON_BYTES = 1024
 
 
 class _Budget:
@@ -142,7 +152,7 @@ class _Budget:
 
     def __init__(self, *, reserve_envelope: bool = False) -> None:
         self.items = MAX_ITEMS - (ENVELOPE_ITEMS if reserve_envelope else 0)
-        self.pickle_bytes = MAX_PICKLE_BYTES - (ENVELOPE_PICKLE_BYTES if reserve_envelope else 0)
+        self.skeleton_bytes = MAX_SKELETON_BYTES - (ENVELOPE_SKELETON_BYTES if reserve_envelope else 0)
         self.tensors = MAX_TENSORS
         self.tensor_bytes = MAX_TENSOR_BYTES
         self.storages: set[tuple[torch.device, int]] = set()
@@ -151,12 +161,12 @@ class _Budget:
         self.items -= 1
         if self.items < 0:
             raise VocabularyError(f"{where}: more than {MAX_ITEMS} items in one message")
-        self.charge_pickle(value, where)
+        self.charge_skeleton(value, where)
 
-    def charge_pickle(self, value: Any, where: str) -> None:
-        self.pickle_bytes -= _pickled_size_bound(value)
-        if self.pickle_bytes < 0:
-            raise VocabularyError(f"{where}: the message is too long to send (more than {MAX_PICKLE_BYTES} "
+    def charge_skeleton(self, value: Any, where: str) -> None:
+        self.skeleton_bytes -= _skeleton_size_bound(value)
+        if self.skeleton_bytes < 0:
+            raise VocabularyError(f"{where}: the message is too long to send (more than {MAX_SKELETON_BYTES} "
                                   "bytes besides its tensors' data); return long sequences as tensors")
 
     def charge_tensor(self, tensor: torch.Tensor, where: str) -> None:
@@ -187,6 +197,12 @@ def _walk(value: Any, where: str, depth: int, budget: _Budget, convert: bool) ->
         if value.layout is not torch.strided:
             raise VocabularyError(f"{where}: a {value.layout} tensor is not allowed; "
                                   "return a dense tensor (x.to_dense())")
+        if value.dtype not in _DTYPE_NAMES:
+            raise VocabularyError(f"{where}: a tensor of dtype {value.dtype} cannot cross the sandbox boundary; "
+                                  "convert it (x.float(), x.long())")
+        if value.device.type not in ("cpu", "cuda"):
+            raise VocabularyError(f"{where}: a tensor on {value.device} cannot cross the sandbox boundary; "
+                                  "move it to the CPU (x.cpu())")
         budget.charge(value, where)
         budget.charge_tensor(value, where)  # before the copy, which could be the large part
         tensor = _plain_tensor(value) if convert else value
@@ -199,6 +215,9 @@ def _walk(value: Any, where: str, depth: int, budget: _Budget, convert: bool) ->
         return _walk(tuple(int(n) for n in value), where, depth, budget, convert)
     budget.charge(value, where)
     if kind in SCALAR_TYPES:
+        if kind is int and value.bit_length() > MAX_INT_BITS:
+            raise VocabularyError(f"{where}: an int of more than {MAX_INT_BITS} bits is not allowed; "
+                                  "send it as a str")
         return value
     if kind is list or kind is tuple:
         if not convert:
@@ -211,7 +230,7 @@ def _walk(value: Any, where: str, depth: int, budget: _Budget, convert: bool) ->
         for key, item in value.items():
             if type(key) is not str:
                 raise VocabularyError(f"{where}: dict key {_describe(key)} is not a str")
-            budget.charge_pickle(key, where)
+            budget.charge_skeleton(key, where)
             out[key] = _walk(item, f"{where}[{key!r}]", depth + 1, budget, convert)
         return out if convert else value
     raise VocabularyError(f"{where}: {_describe(value)} cannot cross the sandbox boundary; "
@@ -221,10 +240,11 @@ def _walk(value: Any, where: str, depth: int, budget: _Budget, convert: bool) ->
 def _check_storage(tensor: torch.Tensor, where: str) -> None:
     """Raise unless the storage behind ``tensor`` holds exactly its elements, in order.
 
-    A decoded tensor is built from the sender's strides and storage: a stride-0 or
-    overlapping view would turn a few bytes into a huge tensor the moment the grader
-    computes with it, and a view into a larger storage would keep the rest alive
-    unseen. ``to_wire``'s copies always pass.
+    What crosses is a tensor's elements, never its strides or its storage: ``to_wire``
+    sends a copy of its own and ``decode`` builds each tensor from its own bytes, so
+    both always pass. The check keeps that true of every value the walk accepts: a
+    stride-0 or overlapping view would be a few bytes posing as a huge tensor, and a
+    view into a larger storage would keep the rest alive unseen.
     """
     if not tensor.is_contiguous():
         raise VocabularyError(f"{where}: a non-contiguous tensor (shape {tuple(tensor.shape)}, strides "
@@ -239,29 +259,31 @@ def _check_storage(tensor: torch.Tensor, where: str) -> None:
                               "bytes is not allowed")
 
 
-# Upper bounds on what torch.save's pickle (protocol 2) spends on one value, not
-# counting its items and the tensors' data: opcode and argument, plus a memo entry
-# (LONG_BINPUT, 5 bytes) for what the pickler memoizes. A tensor is a call of
-# torch._utils._rebuild_tensor_v2 with a storage reference (dtype class, key,
-# device, size), the offset, the shape, the strides and two flags; the names of
-# the globals are written once per message, and the bound includes them.
-_TENSOR_PICKLE_BYTES = 256
-_TENSOR_PICKLE_BYTES_PER_DIM = 2 * 14  # an int in the shape and one in the strides
+# Upper bounds on the bytes one value takes in the skeleton (compact JSON, UTF-8),
+# its comma included, not counting its items and the tensors' data. A container
+# opens with a tag (``["l",``) and closes; a tensor is its tag, dtype, sizes and
+# device; a float is its repr; an int of b bits has at most floor(0.30103 b) + 1 digits, and a sign.
+_CONTAINER_BYTES = 8
+_TENSOR_BYTES = 48  # ["T","float8_e4m3fnuz",[],"cuda:15"],
+_TENSOR_BYTES_PER_DIM = 21  # a size of up to 20 digits, and a comma
+_INFINITIES = (float("inf"), float("-inf"))
+_JSON_STRING = json.encoder.encode_basestring  # a str as JSON writes it (ensure_ascii off), quotes included
 
 
-def _pickled_size_bound(value: Any) -> int:
+def _skeleton_size_bound(value: Any) -> int:
     kind = type(value)
-    if kind is float:
-        return 9  # BINFLOAT
+    if kind is float:  # JSON writes repr, but NaN, Infinity and -Infinity for nan, inf and -inf
+        return len(float.__repr__(value)) + (6 if value in _INFINITIES else 1)
     if kind is int:
-        return 6 + value.bit_length() // 8  # BININT*, or LONG1/LONG4 with the bytes
+        return 3 + value.bit_length() * 30103 // 100000  # sign, digits, comma
     if kind is str:
-        return 10 + len(value.encode("utf-8", "surrogatepass"))  # BINUNICODE, memo
+        # exactly what JSON writes (escapes included), and a comma
+        return 1 + len(_JSON_STRING(value).encode("utf-8", "surrogatepass"))
     if kind is list or kind is tuple or kind is dict:
-        return 8 + 2 * (len(value) // 1000 + 1)  # start, memo, MARK + APPENDS per 1000
+        return _CONTAINER_BYTES
     if kind is torch.Tensor:
-        return _TENSOR_PICKLE_BYTES + _TENSOR_PICKLE_BYTES_PER_DIM * value.dim()
-    return 1  # None, True, False
+        return _TENSOR_BYTES + _TENSOR_BYTES_PER_DIM * value.dim()
+    return 6  # null, true, false
 
 
 def _plain_tensor(tensor: torch.Tensor) -> torch.Tensor:
@@ -310,125 +332,143 @@ def encode(value: Any) -> bytes:
 
 def encode_prepared(value: Any) -> bytes:
     """Serialise a value that already went through ``to_wire`` (saves a second copy)."""
-    buffer = io.BytesIO()
-    torch.save(value, buffer)
-    return buffer.getvalue()
+    tensors: list[torch.Tensor] = []
+    skeleton = _JSON_ENCODER.encode(_skeleton(value, tensors)).encode("utf-8", "surrogatepass")
+    data = [tensor.detach().cpu().reshape(-1).view(torch.uint8).numpy().tobytes() for tensor in tensors]
+    return b"".join([SKELETON_LENGTH.pack(len(skeleton)), skeleton, *data])
 
 
-def decode(payload: bytes, *, map_location: Any = None, deadline: float | None = None) -> Any:
+def _skeleton(value: Any, tensors: list[torch.Tensor]) -> Any:
+    kind = type(value)
+    if kind is torch.Tensor:
+        tensors.append(value)
+        device = value.device
+        return ["T", _DTYPE_NAMES[value.dtype], list(value.shape),
+                "cpu" if device.type == "cpu" else f"cuda:{device.index or 0}"]
+    if kind is list:
+        return ["l", *[_skeleton(item, tensors) for item in value]]
+    if kind is tuple:
+        return ["t", *[_skeleton(item, tensors) for item in value]]
+    if kind is dict:
+        out = ["d"]
+        for key, item in value.items():
+            out += (key, _skeleton(item, tensors))
+        return out
+    if kind in SCALAR_TYPES:
+        return value
+    raise VocabularyError(f"{_describe(value)} cannot be encoded; send it through to_wire first")
+
+
+def decode(payload: bytes, *, deadline: float | None = None) -> Any:
     """Rebuild a value from bytes sent by the other side, trusting nothing in them.
 
-    Raises ``ProtocolError`` when the bytes are not a weights-only ``torch.save``
-    payload within the limits, ``VocabularyError`` when they are but hold a value
-    outside the vocabulary or its limits, and ``TimeoutError`` when ``deadline`` (a
+    Raises ``ProtocolError`` when the bytes are not a payload of this format within
+    the limits, ``VocabularyError`` when they are but hold a value outside the
+    vocabulary or its limits, and ``TimeoutError`` when ``deadline`` (a
     ``time.monotonic()`` value) has passed by the time the value is decoded.
     """
-    check_container(payload)
+    if len(payload) < SKELETON_LENGTH.size:
+        raise ProtocolError(f"a payload of {len(payload)} bytes is too short to hold a skeleton length")
+    (length,) = SKELETON_LENGTH.unpack_from(payload)
+    if length > MAX_SKELETON_BYTES:
+        raise ProtocolError(f"the skeleton takes {length} bytes, over the limit of {MAX_SKELETON_BYTES}")
+    data_at = SKELETON_LENGTH.size + length
+    if data_at > len(payload):
+        raise ProtocolError(f"the skeleton of {length} bytes runs past the end of a {len(payload)}-byte payload")
     try:
-        value = torch.load(io.BytesIO(payload), weights_only=True, map_location=map_location)
-    except Exception as exc:  # every failure mode of a corrupt or hostile payload
-        raise ProtocolError(f"undecodable payload ({type(exc).__name__}: {str(exc)[:300]})") from None
+        skeleton = _JSON_DECODER.decode(payload[SKELETON_LENGTH.size:data_at].decode("utf-8", "surrogatepass"))
+    except Exception as exc:  # UnicodeDecodeError, JSONDecodeError, RecursionError, ValueError (long ints)
+        raise ProtocolError(f"undecodable skeleton ({type(exc).__name__}: {str(exc)[:300]})") from None
+    data = _Data(memoryview(payload), data_at)
+    value = _rebuild(skeleton, "value", 0, data)
+    if data.at != len(payload):
+        raise ProtocolError(f"{len(payload) - data.at} bytes follow the last tensor's data")
     check_vocabulary(value)
     if deadline is not None and time.monotonic() > deadline:
         raise TimeoutError("decoding the payload ended after the deadline")
     return value
 
 
-# --------------------------------------------------------------------- containers
+class _Data:
+    """The data section of a payload, cut into tensors in order."""
 
-ZIP_MAGIC = b"PK\x03\x04"  # what torch.load looks for; anything else it unpickles as a legacy file
-_END = struct.Struct("<4s4H2LH")  # end of central directory record
-_END_MAGIC = b"PK\x05\x06"
-_END64_LOCATOR = struct.Struct("<4sLQL")  # zip64 end of central directory locator
-_END64_LOCATOR_MAGIC = b"PK\x06\x07"
-_END64 = struct.Struct("<4sQ2H2L4Q")  # zip64 end of central directory record
-_END64_MAGIC = b"PK\x06\x06"
+    def __init__(self, view: memoryview, at: int) -> None:
+        self.view, self.at = view, at
+        self.tensor_bytes = MAX_TENSOR_BYTES
 
-
-def check_container(payload: bytes) -> None:
-    """Raise ``ProtocolError`` unless ``payload`` is a zip archive that ``torch.load``
-    can unpack within the limits: at most ``MAX_ZIP_ENTRIES`` records, all stored
-    uncompressed and no larger together than the payload, and no record but tensor
-    data over ``MAX_PICKLE_BYTES``. Nothing in it is unpacked."""
-    entries = _check_directory_end(payload)
-    records = _read_directory(payload)
-    if len(records) != entries:
-        raise ProtocolError(f"the zip directory holds {len(records)} records, its end record says {entries}")
-    total = 0
-    for record in records:
-        _check_record(record)
-        total += record.file_size
-    if total > len(payload):
-        raise ProtocolError(f"the zip records add up to {total} bytes in a payload of {len(payload)}")
+    def take(self, nbytes: int, where: str) -> memoryview:
+        self.tensor_bytes -= nbytes
+        if self.tensor_bytes < 0:
+            raise VocabularyError(f"{where}: the message's tensors hold more than "
+                                  f"{MAX_TENSOR_BYTES / 2**20:.0f} MiB")
+        if self.at + nbytes > len(self.view):
+            raise ProtocolError(f"{where}: a tensor of {nbytes} bytes, but only {len(self.view) - self.at} "
+                                "bytes of data are left")
+        chunk = self.view[self.at:self.at + nbytes]
+        self.at += nbytes
+        return chunk
 
 
-def _check_directory_end(payload: bytes) -> int:
-    """Number of records announced by the end of the archive, once it is shown to be
-    the one layout that ``zipfile`` and torch's reader (miniz) read alike: the end
-    record last, without a comment, the zip64 records (torch writes them) agreeing
-    with it, and the directory right before them. Bounds the directory too, so that
-    reading it costs little."""
-    if not payload.startswith(ZIP_MAGIC):
-        raise ProtocolError("the payload is not a zip archive (torch.save's format)")
-    end_at = len(payload) - _END.size
-    magic, disk, directory_disk, disk_entries, entries, size, offset, comment = (
-        _END.unpack_from(payload, end_at) if end_at >= 0 else (b"",) + (0,) * 7)
-    if magic != _END_MAGIC or comment:
-        raise ProtocolError("the zip archive does not end with its directory record")
-    if disk or directory_disk or disk_entries != entries:
-        raise ProtocolError("a zip archive in several parts is not allowed")
-    directory_end = end_at
-    locator_at = end_at - _END64_LOCATOR.size
-    if locator_at >= 0 and payload.startswith(_END64_LOCATOR_MAGIC, locator_at):
-        directory_end = _check_zip64_end(payload, locator_at, entries, size, offset)
-    if entries > MAX_ZIP_ENTRIES:
-        raise ProtocolError(f"the zip archive holds {entries} records, over the limit of {MAX_ZIP_ENTRIES}")
-    if size > MAX_DIRECTORY_BYTES:
-        raise ProtocolError(f"the zip directory takes {size} bytes, over the limit of {MAX_DIRECTORY_BYTES}")
-    if offset + size != directory_end:
-        raise ProtocolError("the zip directory is not where the end record says")
-    return entries
+def _rebuild(node: Any, where: str, depth: int, data: _Data) -> Any:
+    """The value a skeleton node stands for (``check_vocabulary`` checks it after)."""
+    if depth > MAX_DEPTH:
+        raise VocabularyError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+    kind = type(node)
+    if kind is not list:
+        if kind is dict:
+            raise ProtocolError(f"{where}: a JSON object stands for no value (a dict is [\"d\", ...])")
+        return node  # None, bool, int, float, str: what json.loads builds
+    tag = node[0] if node else None
+    if tag == "l":
+        return [_rebuild(item, f"{where}[{i}]", depth + 1, data) for i, item in enumerate(node[1:])]
+    if tag == "t":
+        return tuple(_rebuild(item, f"{where}[{i}]", depth + 1, data) for i, item in enumerate(node[1:]))
+    if tag == "d":
+        if len(node) % 2 != 1:
+            raise ProtocolError(f"{where}: a dict with a key but no value")
+        out = {}
+        for at in range(1, len(node), 2):
+            key = node[at]
+            if type(key) is not str:
+                raise VocabularyError(f"{where}: dict key {_describe(key)} is not a str")
+            out[key] = _rebuild(node[at + 1], f"{where}[{key!r}]", depth + 1, data)
+        return out
+    if tag == "T":
+        return _rebuild_tensor(node, where, data)
+    raise ProtocolError(f"{where}: a JSON array without a known tag (l, t, d or T) stands for no value")
 
 
-def _check_zip64_end(payload: bytes, locator_at: int, entries: int, size: int, offset: int) -> int:
-    """Where the zip64 end record starts, once it agrees with the plain end record
-    (``zipfile`` takes its values from the zip64 record, miniz from the plain one)."""
-    _, disk, record_at, disks = _END64_LOCATOR.unpack_from(payload, locator_at)
-    expected_at = locator_at - _END64.size  # where zipfile reads it, whatever the locator says
-    if disk or disks != 1 or record_at != expected_at or expected_at < 0:
-        raise ProtocolError("the zip64 end record is not where its locator says")
-    magic, _, _, _, disk, directory_disk, *directory = _END64.unpack_from(payload, record_at)
-    if magic != _END64_MAGIC or disk or directory_disk or directory != [entries, entries, size, offset]:
-        raise ProtocolError("the zip64 end record disagrees with the end record")
-    return record_at
-
-
-def _read_directory(payload: bytes) -> list[zipfile.ZipInfo]:
-    try:
-        with zipfile.ZipFile(io.BytesIO(payload)) as archive:
-            return archive.infolist()
-    except Exception as exc:  # BadZipFile, NotImplementedError, struct.error, UnicodeDecodeError, ...
-        raise ProtocolError(f"unreadable zip archive ({type(exc).__name__}: {str(exc)[:200]})") from None
-
-
-def _check_record(record: zipfile.ZipInfo) -> None:
-    name = record.filename[:100]
-    if record.compress_type != zipfile.ZIP_STORED:
-        raise ProtocolError(f"zip record {name!r} is compressed (method {record.compress_type}); "
-                            "torch.save stores every record as is")
-    if record.file_size != record.compress_size:
-        raise ProtocolError(f"zip record {name!r} claims {record.file_size} bytes but holds "
-                            f"{record.compress_size}")
-    if record.file_size > MAX_PICKLE_BYTES and not _is_tensor_data(record.filename):
-        raise ProtocolError(f"zip record {name!r} holds {record.file_size} bytes, over the limit of "
-                            f"{MAX_PICKLE_BYTES} for the pickle and every other record but tensor data")
-
-
-def _is_tensor_data(name: str) -> bool:
-    """``<archive>/data/<key>``, where ``torch.load`` reads storages. Compared without
-    case, like torch's reader looks records up."""
-    parts = name.lower().split("/")
-    return len(parts) == 3 and parts[1] == "data"
+def _rebuild_tensor(node: list, where: str, data: _Data) -> torch.Tensor:
+    if len(node) != 4 or type(node[1]) is not str or type(node[2]) is not list or type(node[3]) is not str:
+        raise ProtocolError(f"{where}: a tensor is [\"T\", dtype, [sizes], device]")
+    _, dtype_name, sizes, device = node
+    dtype = DTYPES.get(dtype_name)
+    if dtype is None:
+        raise VocabularyError(f"{where}: a tensor of dtype {dtype_name[:40]!r} cannot cross the sandbox boundary")
+    if len(sizes) > MAX_DIMS or any(type(size) is not int or size < 0 for size in sizes):
+        raise ProtocolError(f"{where}: a tensor's sizes must be at most {MAX_DIMS} ints, none negative")
+    if not _DEVICE.fullmatch(device):
+        raise ProtocolError(f"{where}: a tensor on {device[:40]!r}; only cpu and cuda[:N] are known")
+    nbytes = 0 if 0 in sizes else dtype.itemsize
+    for size in sizes:  # checked as it grows: a product of 64 sizes need not be computed whole
+        nbytes *= size
+        if nbytes > MAX_TENSOR_BYTES:
+            break
+    chunk = data.take(nbytes, where)
+    if nbytes == 0:
+        tensor = torch.empty(sizes, dtype=dtype)
+    else:
+        raw = torch.frombuffer(bytearray(chunk), dtype=torch.uint8)  # a copy the tensor owns
+        # A bool is one byte that must be 0 or 1; any other byte becomes True.
+        tensor = (raw != 0) if dtype is torch.bool else raw.view(dtype)
+        tensor = tensor.reshape(sizes)
+    if device != "cpu":
+        try:
+            tensor = tensor.to(device)
+        except Exception as exc:  # no CUDA here, or no such device
+            raise ProtocolError(f"{where}: a tensor on {device} cannot be placed here "
+                                f"({type(exc).__name__}: {str(exc)[:200]})") from None
+    return tensor
 
 
 # ------------------------------------------------------------------------- frames

@@ -159,3 +159,32 @@ def test_hard_coded_answers_of_the_public_inputs_earn_nothing_on_drawn_ones(stem
                     "probes, state), so a table scores no item even with the public seeds")
     fooled = [cell for cell in sorted(copied) if public[cell][0] == public[cell][1] and drawn[cell][0] == drawn[cell][1]]
     assert not fooled, f"a table of the public inputs' answers keeps every point of {fooled} on drawn inputs"
+
+
+def test_no_hidden_suite_draws_when_it_is_imported():
+    """The fork server imports every hidden module once for all students
+    (``autograder/preload.py``), outside any student's draws: a module that drew an input
+    at import would give every student the public one. Imported here in a fresh Python
+    whose draws refuse to be read, every module must import all the same."""
+    import subprocess
+    import sys
+
+    from autograder.paths import REPO
+
+    script = (
+        "import importlib, sys\n"
+        "import autograder.suite as suite\n"
+        "from autograder.pytest_plugin import HIDDEN_DIR, suite_modules\n"
+        "class Refused:\n"
+        "    def __getattr__(self, name):\n"
+        "        raise AssertionError('a hidden module drew an input at import')\n"
+        "suite._DRAWS = Refused()\n"
+        "sys.path.insert(0, str(HIDDEN_DIR))\n"
+        f"for stem in {STEMS!r}:\n"
+        "    for module in suite_modules(stem):\n"
+        "        importlib.import_module(stem if module.stem == '__init__' else f'{stem}.{module.stem}')\n"
+        "        print(stem, module.stem)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(done.stdout.split("\n")) > 2 * len(STEMS)

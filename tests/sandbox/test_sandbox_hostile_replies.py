@@ -3,7 +3,7 @@
 A student cell replaces the worker's own encoder
 (``autograder.sandbox.protocol.encode_prepared``), so that the reply to
 ``attack(name)`` is crafted bytes (the payloads of ``test_sandbox_protocol``,
-whose source the cell carries). The grader must refuse each reply quickly, with
+whose source the cell carries, and torch's and pickle's formats). The grader must refuse each reply quickly, with
 ``ValueRejected`` for a whole frame holding a bad value and ``WorkerCrashed`` for
 a payload it will not unpack (the worker is killed), and stay usable afterwards.
 One worker per sandbox kind serves the module; a test that kills it restarts it,
@@ -20,44 +20,42 @@ from autograder.sandbox import protocol
 from autograder.sandbox.errors import ValueRejected, WorkerCrashed, WorkerTimeout
 from autograder.sandbox.worker import Worker
 from tests.sandbox.test_sandbox_protocol import (
-    deflated_tensor_payload,
-    list_pickle,
-    saved_as_is,
-    tensor_pickle,
-    torch_archive,
+    claimed_tensor_payload,
+    list_skeleton,
+    nested_payload,
+    payload_of,
 )
 
 # Crafting in the worker, sending, refusing and (for a crash) killing: seconds, where
-# decoding the unbounded payloads took minutes or hundreds of MB.
+# decoding unbounded payloads would take minutes or hundreds of MB.
 CALL_SECONDS = 10.0
 
 ATTACKER = "\n\n".join(inspect.getsource(f) for f in (
-    torch_archive, tensor_pickle, list_pickle, deflated_tensor_payload, saved_as_is)) + '''
+    payload_of, list_skeleton, claimed_tensor_payload, nested_payload)) + '''
 
 import io
+import pickle
 
 import torch
 
 import autograder.sandbox.protocol as _protocol
 
 
-def _legacy_format(value):
+def _torch_save(value, zipped):
     buffer = io.BytesIO()
-    torch.save(value, buffer, _use_new_zipfile_serialization=False)
+    torch.save(value, buffer, _use_new_zipfile_serialization=zipped)
     return buffer.getvalue()
 
 
 ATTACKS = {
-    "deflated": lambda reply: deflated_tensor_payload(256 * 2**20),
-    "stride-0": lambda reply: saved_as_is({**reply, "value": torch.zeros(1).expand(4, 5_000_000)}),
-    "overlapping": lambda reply: saved_as_is(
-        {**reply, "value": torch.arange(10_000.0).as_strided((5000, 5000), (1, 1))}),
-    "oversized-storage": lambda reply: saved_as_is({**reply, "value": torch.arange(1_000_000.0)[:2]}),
-    "long-list": lambda reply: torch_archive(list_pickle(b"K\\x01", 30_000_000)),
-    "worst-pickle": lambda reply: torch_archive(list_pickle(b"]", _protocol.MAX_PICKLE_BYTES - 8)),
-    "many-records": lambda reply: torch_archive(
-        list_pickle(b"N", 1), [(str(i), b"") for i in range(_protocol.MAX_ZIP_ENTRIES)]),
-    "legacy-format": _legacy_format,
+    "claimed-tensor": lambda reply: claimed_tensor_payload(256 * 2**20),
+    "long-list": lambda reply: payload_of(list_skeleton(b"1", 30_000_000)),
+    "worst-skeleton": lambda reply: payload_of(list_skeleton(b'["l"]', (_protocol.MAX_SKELETON_BYTES - 8) // 6)),
+    "many-tensors": lambda reply: payload_of(list_skeleton(b'["T","float32",[0],"cpu"]', _protocol.MAX_TENSORS + 1)),
+    "deep": lambda reply: nested_payload(80_000),
+    "torch-save": lambda reply: _torch_save(reply, True),
+    "legacy-format": lambda reply: _torch_save(reply, False),
+    "pickle": lambda reply: pickle.dumps(reply),
 }
 _honest_encode = _protocol.encode_prepared
 
@@ -97,14 +95,14 @@ def attacker(hostile_worker):
 
 
 @pytest.mark.parametrize("name, outcome, fragment", [
-    ("deflated", WorkerCrashed, "compressed"),
-    ("stride-0", ValueRejected, "non-contiguous"),
-    ("overlapping", ValueRejected, "non-contiguous"),
-    ("oversized-storage", ValueRejected, "storage of 4000000 bytes"),
-    ("long-list", WorkerCrashed, "data.pkl.*over the limit"),
-    ("worst-pickle", ValueRejected, "too long to send"),
-    ("many-records", WorkerCrashed, "records, over the limit"),
-    ("legacy-format", WorkerCrashed, "not a zip archive"),
+    ("claimed-tensor", WorkerCrashed, "bytes of data are left"),
+    ("long-list", WorkerCrashed, "skeleton takes .* over the limit"),
+    ("worst-skeleton", ValueRejected, "too long to send"),
+    ("many-tensors", ValueRejected, "tensors in one message"),
+    ("deep", WorkerCrashed, "undecodable skeleton"),
+    ("torch-save", WorkerCrashed, "over the limit|too short|past the end"),
+    ("legacy-format", WorkerCrashed, "over the limit|too short|past the end"),
+    ("pickle", WorkerCrashed, "over the limit|too short|past the end"),
 ])
 def test_a_hostile_reply_is_refused_quickly_and_the_grader_stays_usable(attacker, name, outcome, fragment):
     start = time.perf_counter()

@@ -18,9 +18,15 @@ from ._common import _gen, _randn
 
 
 # =============================================================== sample_next_token
-# Ten logits without ties, shuffled so that the most likely token is not id 0.
-SAMPLING_LOGITS = torch.tensor([2.0, 1.2, 0.9, 0.5, 0.1, -0.3, -0.6, -1.0, -1.5, -2.2])[
-    torch.randperm(10, generator=_gen(2024))]
+# Ten logits without ties, in the order of this student's draw (so that the most likely
+# token is not always id 0): drawn when a test runs, where the student's draws are known.
+_LOGITS = torch.tensor([2.0, 1.2, 0.9, 0.5, 0.1, -0.3, -0.6, -1.0, -1.5, -2.2])
+
+
+def _sampling_logits() -> torch.Tensor:
+    return _LOGITS[torch.randperm(_LOGITS.numel(), generator=_gen(2024))]
+
+
 DRAWS = 30_000
 
 
@@ -38,9 +44,10 @@ def _samples(student, logits: torch.Tensor, device: str, *, seed: int, repeat: i
 
 
 def _expect_frequencies(student, device: str, *, seed: int, **kwargs) -> None:
-    """DRAWS rows of SAMPLING_LOGITS: one draw each; compare the counts with the reference distribution."""
-    [tokens] = _samples(student, SAMPLING_LOGITS[None], device, seed=seed, rows=DRAWS, **kwargs)
-    probs = decoding.next_token_distribution(SAMPLING_LOGITS[None], **kwargs)[0].double()
+    """DRAWS rows of ``_sampling_logits()``: one draw each; compare the counts with the reference distribution."""
+    logits = _sampling_logits()
+    [tokens] = _samples(student, logits[None], device, seed=seed, rows=DRAWS, **kwargs)
+    probs = decoding.next_token_distribution(logits[None], **kwargs)[0].double()
     counts = torch.bincount(tokens.clamp(0, 9), minlength=10)
     setting = ", ".join(f"{k}={v}" for k, v in kwargs.items())
     expect(bool(((tokens >= 0) & (tokens < 10)).all()), f"sample_next_token({setting}) returned ids outside [0, V)")
@@ -79,13 +86,14 @@ def test_sample_next_token_frequencies_with_top_k_and_top_p(student, device):
         _expect_frequencies(student, device, seed=seed, **kwargs)
     # k > V keeps every token: torch.topk(scores, k) alone fails there, and the k-th highest score
     # read at position V - k of an ascending sort wraps round to a middle one and drops tokens
-    beyond = dict(top_k=SAMPLING_LOGITS.numel() + 7)
-    reply = student.probe("raises", name="sample_next_token", args=[SAMPLING_LOGITS[None].to(device)],
+    logits = _sampling_logits()
+    beyond = dict(top_k=logits.numel() + 7)
+    reply = student.probe("raises", name="sample_next_token", args=[logits[None].to(device)],
                           kwargs=beyond)
     expect(reply["raised"] is None, f"sample_next_token with top_k larger than the vocabulary raised "
                                     f"{reply['raised']}; k > V must keep every token")
-    [tokens] = _samples(student, SAMPLING_LOGITS[None], device, seed=15, rows=DRAWS, **beyond)
-    expect(set(tokens.tolist()) == set(range(SAMPLING_LOGITS.numel())),
+    [tokens] = _samples(student, logits[None], device, seed=15, rows=DRAWS, **beyond)
+    expect(set(tokens.tolist()) == set(range(logits.numel())),
            "with top_k larger than the vocabulary, some tokens were never drawn (k > V keeps every token)")
     _expect_frequencies(student, device, seed=16, **beyond)
     # tokens tied with the k-th highest score are kept too: with top_k=2, token 0 and the three tied second
