@@ -83,6 +83,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 FULL = REPO / "data" / "sample_submissions" / "alice_full_solution" / "week6"
 RESULTS = REPO / "benchmarks" / "results" / "grading_speed.json"
+# The floor runs in a script of its own: a process that imported this script's grader
+# could not import a baseline's.
+FLOOR_WORKER = REPO / "benchmarks" / "floor_worker.py"
 sys.path.insert(0, str(REPO))
 from autograder.course import load_course  # noqa: E402  (the course model: its points, not a copy)
 from autograder.files import write_json_atomically  # noqa: E402
@@ -205,65 +208,11 @@ def make_class(root: Path, students: int) -> Path:
 
 
 # ------------------------------------------------------------------ (a) the floor
-DEAREST = 10  # the hidden tests the JSON (and the README) lists, dearest first
-
-
-def floor_worker(out: Path, tree: Path = REPO) -> None:
-    """In a process of its own: import everything of ``tree`` (this repository, or a
-    baseline's worktree), then time only the eight suites: wall and CPU seconds per suite,
-    and per hidden test where the tree's ``run_hidden_suite`` takes plugins."""
-    import inspect
-
-    sys.path.insert(0, str(tree))
-    os.chdir(tree)
-    import autograder.preload  # noqa: F401  (what the fork server imports)
-    import pytest
-    from autograder.course import load_course
-    from autograder.pytest_plugin import run_hidden_suite
-    from autograder.reference import arithmetic
-    from tests.grading.inprocess import InProcessSession, grading_environment, reference_namespace
-
-    class TestTimes:
-        """CPU and wall seconds of each hidden test, set-up and teardown included."""
-
-        def __init__(self):
-            self.rows: list[dict] = []
-
-        @pytest.hookimpl(hookwrapper=True)
-        def pytest_runtest_protocol(self, item, nextitem):
-            wall, cpu = time.perf_counter(), time.process_time()
-            yield
-            self.rows.append({"test": item.nodeid, "cpu_s": round(time.process_time() - cpu, 3),
-                              "wall_s": round(time.perf_counter() - wall, 3)})
-
-    per_test = "plugins" in inspect.signature(run_hidden_suite).parameters
-    times = TestTimes()
-    stems = [notebook.stem for notebook in load_course().notebooks if notebook.auto_points]
-    namespace = reference_namespace()
-    namespace["CAT_NEXT_WORD_PROBS"] = arithmetic.softmax_worked_example()
-    suites = {}
-    with grading_environment():
-        started, started_cpu = time.perf_counter(), time.process_time()
-        for stem in stems:
-            began, began_cpu = time.perf_counter(), time.process_time()
-            results = run_hidden_suite(stem, InProcessSession(namespace), device="cpu",
-                                       **({"plugins": [times]} if per_test else {}))
-            suites[stem] = {"s": round(time.perf_counter() - began, 2),
-                            "cpu_s": round(time.process_time() - began_cpu, 2), "tests": len(results),
-                            "passed": sum(r.status == "passed" for r in results),
-                            "points": round(sum(r.points for r in results), 4),
-                            "max_points": round(sum(r.max_points for r in results), 4)}
-        total, total_cpu = time.perf_counter() - started, time.process_time() - started_cpu
-    dearest = sorted(times.rows, key=lambda row: -row["cpu_s"])[:DEAREST] if per_test else None
-    out.write_text(json.dumps({"total_s": total, "cpu_s": total_cpu, "suites": suites, "dearest": dearest}))
-
-
 def in_process_floor(scratch: Path, tree: Path = REPO) -> dict:
     """The floor of ``tree``, checked: every hidden test passed, every point earned (and,
     for this repository, the course's total; a baseline had its own)."""
     out = scratch / f"floor-{tree.name}.json"
-    elapsed, result, _ = timed([sys.executable, str(Path(__file__).resolve()), "--floor-worker", str(out),
-                                "--floor-tree", str(tree)])
+    elapsed, result, _ = timed([sys.executable, str(FLOOR_WORKER), str(out), str(tree)])
     if result.returncode != 0 or not out.is_file():
         return {"ok": False, "problem": f"exit {result.returncode}: {tail(result)}"}
     floor = json.loads(out.read_text())
@@ -691,12 +640,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor-only", action="store_true",
                         help="only the machine's speed index and (a) the floor, per suite and its dearest hidden "
                              "tests (what docs/authoring.md's budget is read against); writes no JSON")
-    parser.add_argument("--floor-worker", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--floor-tree", type=Path, default=REPO, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.floor_worker is not None:
-        floor_worker(args.floor_worker, args.floor_tree)
-        return 0
     if args.floor_only:
         return print_floor_only()
     notebooks = sorted(FULL.glob("*.ipynb"))
